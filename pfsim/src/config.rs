@@ -1,0 +1,166 @@
+//! The resolved scenario the Python side hands to the simulator (all sizes in bytes, times in ns).
+//!
+//! Python validates user input (YAML, presets, units); this module only deserialises the
+//! resolved form and checks the few invariants the engine relies on.
+
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    pub duration_ns: u64,
+    #[serde(default = "default_probe")]
+    pub probe_interval_ns: u64,
+    #[serde(default = "default_epoch")]
+    pub start_epoch_ns: u64,
+    pub cluster: ClusterConfig,
+    #[serde(default)]
+    pub tunables: std::collections::BTreeMap<String, String>,
+    pub jobs: Vec<JobConfig>,
+}
+
+fn default_probe() -> u64 {
+    500_000_000
+}
+fn default_epoch() -> u64 {
+    1_718_000_000_000_000_000
+}
+
+/// Physical description of the cluster (a preset plus overrides).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    pub lustre_version: String,
+    pub fsname: String,
+    pub clients: usize,
+    pub client_ram_bytes: u64,
+    pub client_cpus: u32,
+    pub oss: usize,
+    pub osts_per_oss: usize,
+    pub oss_threads: usize,
+    /// Per-node link bandwidth, bytes per second (each direction).
+    pub net_bandwidth_bps: f64,
+    pub net_latency_ns: u64,
+    /// "ssd" or "hdd".
+    pub ost_kind: String,
+    pub ost_read_bw_bps: f64,
+    pub ost_write_bw_bps: f64,
+    pub ost_read_latency_ns: u64,
+    pub ost_write_latency_ns: u64,
+    /// Extra access time of a request that does not continue a recent one (seek, FTL miss).
+    pub ost_random_penalty_ns: u64,
+    /// Requests a device serves at once (NCQ depth; 1 for a disk with one actuator).
+    pub ost_queue_depth: usize,
+    pub ost_capacity_bytes: u64,
+    /// OSS CPU time to handle one request (ptlrpc, ofd, osd), before any I/O.
+    pub oss_service_ns: u64,
+    /// Client CPU time (ptlrpcd) to build, send and finish one RPC.
+    pub client_rpc_ns: u64,
+    /// Client CPU time per page taken into or out of the page cache (cl_page, osc_page, copy).
+    pub client_page_ns: u64,
+    /// Client CPU time of one read/write system call through the cl_io stack.
+    pub client_syscall_ns: u64,
+    /// Server maximum RPC size (obdfilter brw_size); bounds max_pages_per_rpc.
+    pub brw_size_bytes: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IorConfig {
+    pub api: String,
+    pub processes: u32,
+    pub transfer: u64,
+    pub block: u64,
+    pub segments: u64,
+    pub file_per_process: bool,
+    pub random: bool,
+    pub fsync: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobConfig {
+    pub name: String,
+    pub clients: Vec<usize>,
+    pub workload: String,
+    #[serde(default = "one")]
+    pub threads: u32,
+    #[serde(default)]
+    pub iosize: u64,
+    #[serde(default)]
+    pub filesize: u64,
+    #[serde(default = "one")]
+    pub stripe_count: u32,
+    #[serde(default = "mib")]
+    pub stripe_size: u64,
+    #[serde(default)]
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    #[serde(default)]
+    pub fsync: bool,
+    #[serde(default)]
+    pub ior: Option<IorConfig>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn mib() -> u64 {
+    1 << 20
+}
+
+impl Config {
+    /// Parse and check the resolved configuration.
+    pub fn from_json(text: &str) -> Result<Config, String> {
+        let cfg: Config = serde_json::from_str(text).map_err(|e| format!("bad engine config: {e}"))?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let c = &self.cluster;
+        if c.clients == 0 || c.oss == 0 || c.osts_per_oss == 0 {
+            return Err("cluster needs at least one client, one OSS and one OST".into());
+        }
+        if c.osts_per_oss * c.oss > 0xffff {
+            return Err("too many OSTs (at most 65535)".into());
+        }
+        if c.net_bandwidth_bps <= 0.0 || c.ost_read_bw_bps <= 0.0 || c.ost_write_bw_bps <= 0.0 {
+            return Err("bandwidths must be positive".into());
+        }
+        if c.ost_kind != "ssd" && c.ost_kind != "hdd" {
+            return Err(format!("ost_kind must be ssd or hdd, not {:?}", c.ost_kind));
+        }
+        if c.oss_threads == 0 || c.ost_queue_depth == 0 {
+            return Err("oss_threads and ost_queue_depth must be at least 1".into());
+        }
+        if c.brw_size_bytes < 4096 || c.brw_size_bytes > 64 << 20 || !c.brw_size_bytes.is_power_of_two() {
+            return Err("brw_size must be a power of two between 4 KiB and 64 MiB".into());
+        }
+        if self.probe_interval_ns == 0 {
+            return Err("probe_interval must be positive".into());
+        }
+        let n_ost = c.oss * c.osts_per_oss;
+        for j in &self.jobs {
+            if j.clients.iter().any(|&i| i >= c.clients) {
+                return Err(format!("job {}: client index out of range", j.name));
+            }
+            if j.stripe_count == 0 || j.stripe_count as usize > n_ost {
+                return Err(format!("job {}: stripe_count must be 1..{n_ost}", j.name));
+            }
+            if j.stripe_size < 65536 || j.stripe_size % 65536 != 0 {
+                return Err(format!("job {}: stripe_size must be a multiple of 64 KiB", j.name));
+            }
+            if j.workload != "ior" && (j.iosize == 0 || j.filesize < j.iosize) {
+                return Err(format!("job {}: iosize must be positive and at most filesize", j.name));
+            }
+            if j.workload == "ior" && j.ior.is_none() {
+                return Err(format!("job {}: ior parameters missing", j.name));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1422 @@
+//! The event loop and the behaviour of every component: application threads, llite (page cache,
+//! read-ahead), OSC (extents, grant, RPC formation, in-flight limit), network, OSS and OSTs.
+//!
+//! Time is in nanoseconds. Pages are ranges: no event is ever per page.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::config::{Config, JobConfig};
+use crate::device::{transfer, Device, DiskReq, Link};
+use crate::model::*;
+use crate::rng::Rng;
+use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHists, TextStyle};
+use crate::workload::{self, Role};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    /// An application thread may continue (its op is done, or it retries admission).
+    Thread(u32),
+    /// The client has set up the pages of a read chunk; it joins the OSC's queue.
+    ChunkReady(u32, u32),
+    /// An RPC reaches the next step of its life (see `RpcPhase`).
+    Rpc(u32),
+    /// A device's next transfer may be complete (ost, generation).
+    Disk(u32, u64),
+    /// A device access time is over for this RPC: it starts moving data.
+    DiskStart(u32),
+    /// The kernel flusher of a client.
+    Flusher(u32),
+}
+
+#[derive(Debug)]
+struct Queued {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        self.t == o.t && self.seq == o.seq
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+/// OSS: NRS FIFO request queue served by a pool of service threads.
+#[derive(Debug, Default)]
+pub struct Oss {
+    pub free_threads: usize,
+    pub queue: std::collections::VecDeque<u32>,
+    pub up: Link,
+    pub down: Link,
+}
+
+/// The whole simulated cluster.
+pub struct Sim {
+    pub cfg: Config,
+    pub style: TextStyle,
+    pub now: u64,
+    pub events: u64,
+    seq: u64,
+    queue: BinaryHeap<Queued>,
+    pub rng: Rng,
+    pub clients: Vec<Client>,
+    pub oscs: Vec<Osc>,
+    pub files: Vec<File>,
+    pub threads: Vec<Thread>,
+    pub jobs: Vec<JobConfig>,
+    pub oss: Vec<Oss>,
+    pub devices: Vec<Device>,
+    pub client_up: Vec<Link>,
+    pub client_down: Vec<Link>,
+    rpcs: Vec<Option<Rpc>>,
+    free_rpcs: Vec<u32>,
+    chunks: Vec<Option<(u32, ReadChunk)>>,
+    free_chunks: Vec<u32>,
+    next_obj_id: u64,
+    next_ost: u32,
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+impl Sim {
+    pub fn new(cfg: Config) -> Result<Sim, String> {
+        let style = TextStyle::parse(&cfg.cluster.lustre_version)
+            .ok_or_else(|| format!("unsupported lustre_version {:?}", cfg.cluster.lustre_version))?;
+        let c = cfg.cluster.clone();
+        let n_ost = (c.oss * c.osts_per_oss) as u32;
+        let mut rng = Rng::new(cfg.seed);
+        let t0 = cfg.start_epoch_ns;
+        let mut sim = Sim {
+            style,
+            now: 0,
+            events: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            clients: Vec::new(),
+            oscs: Vec::new(),
+            files: Vec::new(),
+            threads: Vec::new(),
+            jobs: cfg.jobs.clone(),
+            oss: (0..c.oss).map(|_| Oss { free_threads: c.oss_threads, ..Default::default() }).collect(),
+            devices: (0..n_ost)
+                .map(|_| Device::new(c.ost_queue_depth, c.ost_random_penalty_ns, c.ost_kind == "hdd"))
+                .collect(),
+            client_up: vec![Link::default(); c.clients],
+            client_down: vec![Link::default(); c.clients],
+            rpcs: Vec::new(),
+            free_rpcs: Vec::new(),
+            chunks: Vec::new(),
+            free_chunks: Vec::new(),
+            next_obj_id: 0x2_0000_0400,
+            next_ost: 0,
+            rng: Rng::new(0),
+            cfg,
+        };
+        let ram_pages = c.client_ram_bytes / PAGE;
+        let brw_pages = c.brw_size_bytes / PAGE;
+        for ci in 0..c.clients as u32 {
+            // cfg_instance is the super_block pointer: a kernel address, different per mount
+            let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
+            let ra_max = (ram_pages / 32).min(1024 * 256);
+            let ra_file = (ra_max / 4).min(256 * 256);
+            let mut client = Client {
+                index: ci,
+                instance,
+                ram_pages,
+                cpus: c.client_cpus,
+                oscs: Vec::new(),
+                cpu_free_at: 0,
+                ra_max_pages: ra_max,
+                ra_max_pages_per_file: ra_file,
+                ra_max_read_ahead_whole_pages: (brw_pages.max(512)).min(ra_file),
+                ra_async_threshold_pages: ra_file,
+                ra_range_pages: 256,
+                ra_async_active: (c.client_cpus / 2).max(1),
+                max_cached_pages: ram_pages / 2,
+                checksums: true,
+                fast_read: true,
+                statahead_max: 32,
+                global_max_dirty_pages: ram_pages / 2,
+                mdc_rif: 8,
+                mdc_mod_rif: 7,
+                ra_inflight_pages: 0,
+                cached_pages: 0,
+                dirty_pages: 0,
+                lru: Default::default(),
+                reclaim_count: 0,
+                stats: LliteStats::new(t0),
+                ra_stats: RaStats::new(t0),
+                app_read_bytes: 0,
+                app_write_bytes: 0,
+            };
+            for ost in 0..n_ost {
+                let idx = sim.oscs.len() as u32;
+                client.oscs.push(idx);
+                let mut osc = Osc {
+                    client: ci,
+                    ost,
+                    name: format!("{}-OST{:04x}-osc-{:016x}", c.fsname, ost, instance),
+                    mppr: brw_pages.min(16384),
+                    mrif: if ram_pages * PAGE <= 128 << 20 { 2 } else { 8 },
+                    max_dirty_pages: 0,
+                    short_io_bytes: 16384,
+                    checksums: true,
+                    checksum_type: "crc32c".into(),
+                    resend_count: 10,
+                    grant_shrink_interval: 1200,
+                    idle_timeout: 20,
+                    active: true,
+                    r_in_flight: 0,
+                    w_in_flight: 0,
+                    other_in_flight: 0,
+                    dirty_pages: 0,
+                    pending_w_pages: 0,
+                    pending_r_pages: 0,
+                    avail_grant: 2 * (c.brw_size_bytes + EXTENT_TAX),
+                    cached_pages: 0,
+                    objects: BTreeMap::new(),
+                    read_queue: Default::default(),
+                    cache_waiters: Vec::new(),
+                    last_reply_ns: 0,
+                    connected: true,
+                    stats: OscStats::new(t0),
+                    hists: RpcHists::default(),
+                    rpc_stats_init_ns: 0,
+                    osc_stats_init_ns: t0,
+                    osc_read_bytes: 0,
+                    osc_write_bytes: 0,
+                };
+                osc.stats.add(OscCtr::OstConnect, 400);
+                osc.stats.add(OscCtr::ReqWaittime, 400);
+                osc.stats.add(OscCtr::ReqActive, 1);
+                adjust_max_dirty(&mut osc, ram_pages);
+                sim.oscs.push(osc);
+            }
+            sim.clients.push(client);
+        }
+        sim.next_ost = rng.below(n_ost as u64) as u32;
+        sim.create_threads(&mut rng)?;
+        sim.rng = rng;
+        // tunables of the scenario, applied to every matching device before anything runs
+        let tunables = sim.cfg.tunables.clone();
+        for (name, value) in &tunables {
+            sim.set_everywhere(name, value)
+                .map_err(|e| format!("tunable {name}={value}: {}", crate::parse::strerror(e)))?;
+        }
+        for ci in 0..sim.clients.len() as u32 {
+            sim.schedule(FLUSH_PERIOD_NS, Ev::Flusher(ci));
+        }
+        Ok(sim)
+    }
+
+    fn create_file(&mut self, size: u64, stripe_count: u32, stripe_size: u64) -> u32 {
+        let n_ost = self.devices.len() as u32;
+        let osts: Vec<u32> = (0..stripe_count).map(|i| (self.next_ost + i) % n_ost).collect();
+        self.next_ost = (self.next_ost + stripe_count) % n_ost;
+        let obj_ids = (0..stripe_count)
+            .map(|_| {
+                self.next_obj_id += 1;
+                self.next_obj_id
+            })
+            .collect();
+        let n = self.clients.len();
+        self.files.push(File {
+            size,
+            stripe_size,
+            osts,
+            obj_ids,
+            cache: vec![BTreeMap::new(); n],
+            reading: vec![BTreeMap::new(); n],
+            dirty_pages: vec![0; n],
+            writes_in_flight: vec![0; n],
+        });
+        (self.files.len() - 1) as u32
+    }
+
+    fn create_threads(&mut self, _rng: &mut Rng) -> Result<(), String> {
+        let jobs = self.jobs.clone();
+        for (ji, job) in jobs.iter().enumerate() {
+            if job.workload == "ior" {
+                let ior = job.ior.as_ref().expect("checked");
+                let nproc = ior.processes.max(1);
+                let size = workload::ior_file_size(job, nproc);
+                let shared = (!ior.file_per_process).then(|| self.create_file(size, job.stripe_count, job.stripe_size));
+                for rank in 0..nproc {
+                    let client = job.clients[rank as usize % job.clients.len()] as u32;
+                    let file = shared.unwrap_or_else(|| self.create_file(size, job.stripe_count, job.stripe_size));
+                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, file, job);
+                }
+                continue;
+            }
+            let roles = workload::roles(job)?;
+            for &client in &job.clients {
+                let mut group_files: BTreeMap<u32, u32> = BTreeMap::new();
+                for &(role, group) in &roles {
+                    let file = *group_files
+                        .entry(group)
+                        .or_insert_with(|| self.create_file(job.filesize, job.stripe_count, job.stripe_size));
+                    self.add_thread(client as u32, ji as u32, role, file, job);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn add_thread(&mut self, client: u32, job: u32, role: Role, file: u32, cfg: &JobConfig) {
+        let tid = self.threads.len() as u32;
+        self.threads.push(Thread {
+            client,
+            job,
+            role,
+            files: vec![file],
+            pos: 0,
+            op: None,
+            ras: vec![Readahead::default()],
+            start_ns: cfg.start_ns,
+            stop_ns: cfg.stop_ns.min(self.cfg.duration_ns),
+            done: false,
+            phase: 0,
+        });
+        self.schedule(cfg.start_ns, Ev::Thread(tid));
+    }
+
+    // ------------------------------------------------------------------ event loop
+
+    fn schedule(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.queue.push(Queued { t: t.max(self.now), seq: self.seq, ev });
+    }
+
+    /// Process every event up to and including time `t`, then set the clock to `t`.
+    pub fn run_until(&mut self, t: u64) {
+        while let Some(top) = self.queue.peek() {
+            if top.t > t {
+                break;
+            }
+            let q = self.queue.pop().expect("peeked");
+            self.now = q.t;
+            self.events += 1;
+            match q.ev {
+                Ev::Thread(tid) => self.on_thread(tid),
+                Ev::ChunkReady(osc, ch) => {
+                    self.oscs[osc as usize].read_queue.push_back(ch);
+                    let pages = self.chunk(ch).pages;
+                    self.oscs[osc as usize].pending_r_pages += pages;
+                    self.check_rpcs(osc);
+                }
+                Ev::Rpc(id) => self.on_rpc(id),
+                Ev::Disk(ost, gen) => self.on_disk(ost, gen),
+                Ev::DiskStart(id) => {
+                    let rpc = self.rpc(id);
+                    let ost = self.oscs[rpc.osc as usize].ost as usize;
+                    let work = rpc.work_ns;
+                    self.devices[ost].start_transfer(self.now, id, work);
+                    self.arm_disk(ost as u32);
+                }
+                Ev::Flusher(ci) => self.on_flusher(ci),
+            }
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Wall-clock time of the simulated cluster (for stats headers).
+    pub fn epoch_ns(&self) -> u64 {
+        self.cfg.start_epoch_ns + self.now
+    }
+
+    fn rpc(&self, id: u32) -> &Rpc {
+        self.rpcs[id as usize].as_ref().expect("live rpc")
+    }
+
+    fn chunk(&self, id: u32) -> &ReadChunk {
+        &self.chunks[id as usize].as_ref().expect("live chunk").1
+    }
+
+    // ------------------------------------------------------------------ application threads
+
+    fn on_thread(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        if th.done {
+            return;
+        }
+        if let Some(op) = th.op.clone() {
+            match op.state {
+                OpState::WaitCache => {
+                    self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Running;
+                    self.continue_write(tid);
+                    return;
+                }
+                OpState::Running => {
+                    if op.fsync && op.kind == OpKind::Write && self.start_fsync(tid) {
+                        return;
+                    }
+                    self.finish_op(tid);
+                }
+                OpState::WaitIo | OpState::WaitSync => return,
+            }
+        }
+        let th = &self.threads[tid as usize];
+        if self.now >= th.stop_ns {
+            self.threads[tid as usize].done = true;
+            return;
+        }
+        self.start_op(tid);
+    }
+
+    fn start_op(&mut self, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        let job = &self.jobs[th.job as usize];
+        let req = match th.role {
+            Role::Ior { .. } => workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng),
+            r => workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng),
+        };
+        let file = th.files[req.file_slot];
+        let client = th.client as usize;
+        if req.reopen {
+            let st = &mut self.clients[client].stats;
+            st.add(LliteCtr::Open, 80);
+            st.add(LliteCtr::Close, 50);
+            th.ras[req.file_slot] = Readahead::default();
+        }
+        th.op = Some(Op {
+            kind: req.kind,
+            file,
+            offset: req.offset,
+            len: req.len,
+            cursor: req.offset,
+            started_ns: self.now,
+            state: OpState::Running,
+            waits: 0,
+            ready_at: self.now,
+            fsync: req.fsync_after,
+        });
+        match req.kind {
+            OpKind::Write => self.continue_write(tid),
+            OpKind::Read => self.start_read(tid, req.file_slot),
+        }
+    }
+
+    fn finish_op(&mut self, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        let Some(op) = th.op.take() else { return };
+        let client = &mut self.clients[th.client as usize];
+        let lat_us = ((self.now - op.started_ns) / 1000) as i64;
+        match op.kind {
+            OpKind::Read => {
+                client.stats.add(LliteCtr::ReadBytes, op.len as i64);
+                client.stats.add(LliteCtr::Read, lat_us);
+                client.app_read_bytes += op.len;
+            }
+            OpKind::Write => {
+                client.stats.add(LliteCtr::WriteBytes, op.len as i64);
+                client.stats.add(LliteCtr::Write, lat_us);
+                client.app_write_bytes += op.len;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ buffered writes
+
+    /// Admit the rest of the current write into the page cache, window by window; block on the
+    /// first OSC without dirty or grant space.
+    fn continue_write(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        let op = th.op.clone().expect("write op");
+        let client = th.client as usize;
+        let file = op.file as usize;
+        let end = op.offset + op.len;
+        let mut cursor = op.cursor;
+        let c = &self.cfg.cluster;
+        let (page_ns, syscall_ns) = (c.client_page_ns, c.client_syscall_ns);
+        while cursor < end {
+            let page = cursor / PAGE;
+            let last_page = (end - 1) / PAGE;
+            let f = &self.files[file];
+            let (stripe, obj_page) = f.map(page);
+            let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
+            let obj = f.obj_ids[stripe];
+            let osc = &self.oscs[osc_i as usize];
+            let mppr = osc.mppr;
+            let window_end = obj_page - obj_page % mppr + mppr - 1;
+            let run_end_file = last_page.min(f.chunk_end(page)).min(page + (window_end - obj_page));
+            let n = run_end_file - page + 1;
+            match self.admit(osc_i, obj, obj_page, obj_page + n - 1, op.file, client) {
+                Admit::Ok => {}
+                Admit::Wait => {
+                    let th = &mut self.threads[tid as usize];
+                    let op = th.op.as_mut().expect("op");
+                    op.cursor = cursor;
+                    op.state = OpState::WaitCache;
+                    op.waits += 1;
+                    self.oscs[osc_i as usize].cache_waiters.push(tid);
+                    self.check_rpcs(osc_i);
+                    return;
+                }
+                Admit::Sync => {
+                    // no grant can be had: this piece goes out synchronously, the thread waits
+                    let th = &mut self.threads[tid as usize];
+                    let o = th.op.as_mut().expect("op");
+                    o.cursor = (run_end_file + 1) * PAGE;
+                    o.state = OpState::WaitIo;
+                    o.waits = 1;
+                    self.add_dirty(osc_i, obj, obj_page, obj_page + n - 1, op.file, client, Some(tid));
+                    self.check_rpcs(osc_i);
+                    return;
+                }
+            }
+            self.insert_cached(client, op.file, page, run_end_file, osc_i);
+            cursor = (run_end_file + 1) * PAGE;
+            cursor = cursor.min(end);
+            self.check_rpcs(osc_i);
+        }
+        let pages = ceil_div(end, PAGE) - op.offset / PAGE;
+        let th = &mut self.threads[tid as usize];
+        let o = th.op.as_mut().expect("op");
+        o.cursor = end;
+        o.state = OpState::Running;
+        let t = self.now + syscall_ns + pages * page_ns;
+        self.schedule(t, Ev::Thread(tid));
+    }
+
+    fn admit(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize) -> Admit {
+        let ram = self.clients[client].ram_pages;
+        let osc = &self.oscs[osc_i as usize];
+        if osc.max_dirty_pages == 0 {
+            return Admit::Sync;
+        }
+        let (new_pages, new_ext) = count_new(osc.objects.get(&obj), first, last, osc.mppr);
+        let need_grant = new_pages * PAGE + new_ext * EXTENT_TAX;
+        let cl = &self.clients[client];
+        let over_dirty = osc.dirty_pages + new_pages > osc.max_dirty_pages
+            || cl.dirty_pages + new_pages > cl.global_max_dirty_pages.min(ram / 2);
+        if osc.avail_grant < need_grant {
+            if osc.dirty_pages == 0 && osc.w_in_flight == 0 {
+                return Admit::Sync;
+            }
+            return Admit::Wait;
+        }
+        if over_dirty && new_pages > 0 {
+            return Admit::Wait;
+        }
+        self.add_dirty(osc_i, obj, first, last, file, client, None);
+        Admit::Ok
+    }
+
+    /// Dirty pages [first, last] of `obj` (one mppr window): merge into the extent tree.
+    #[allow(clippy::too_many_arguments)]
+    fn add_dirty(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize, sync: Option<u32>) {
+        let now = self.now;
+        let osc = &mut self.oscs[osc_i as usize];
+        let mppr = osc.mppr;
+        let window_end = first - first % mppr + mppr - 1;
+        let window_start = window_end + 1 - mppr;
+        let oc = osc.objects.entry(obj).or_default();
+        // extents touching [first-1, last+1] that may merge: overlapping ones always, adjacent
+        // ones only inside the same window with the same mppr (osc_extent_merge)
+        let lo = first.saturating_sub(1);
+        let mut merge: Vec<u64> = Vec::new();
+        if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
+            if e.end >= lo {
+                merge.push(s);
+            }
+        }
+        for (&s, _) in oc.extents.range(lo + 1..=last + 1) {
+            merge.push(s);
+        }
+        let mut start = first;
+        let mut end = last;
+        let mut old_pages = 0;
+        let mut born = now;
+        let mut urgent = false;
+        let mut ext_mppr = mppr;
+        let mut wend = window_end;
+        let mut merged = 0u64;
+        let mut sync_waiter = sync;
+        for s in merge {
+            let e = &oc.extents[&s];
+            let overlaps = s <= last && e.end >= first;
+            let same_window = e.mppr == mppr && e.window_end == window_end && s >= window_start;
+            if !overlaps && !same_window {
+                continue;
+            }
+            let e = oc.remove(s).expect("present");
+            old_pages += e.end - s + 1;
+            urgent |= e.urgent;
+            start = start.min(s);
+            end = end.max(e.end);
+            born = born.min(e.born_ns);
+            ext_mppr = ext_mppr.max(e.mppr);
+            wend = wend.max(e.window_end);
+            sync_waiter = sync_waiter.or(e.sync_waiter);
+            merged += 1;
+        }
+        let new_pages = (end - start + 1) - old_pages;
+        let ext = Extent { end, mppr: ext_mppr, window_end: wend, born_ns: born, urgent: urgent || sync.is_some(), file, sync_waiter };
+        oc.insert(start, ext);
+        // grant: a page each, plus the extent tax for a new extent; merging returns taxes
+        let taxes = 1i64 - merged as i64;
+        let grant = (new_pages * PAGE) as i64 + taxes * EXTENT_TAX as i64;
+        osc.avail_grant = (osc.avail_grant as i64 - grant).max(0) as u64;
+        osc.dirty_pages += new_pages;
+        osc.pending_w_pages += new_pages;
+        self.clients[client].dirty_pages += new_pages;
+        self.files[file as usize].dirty_pages[client] += new_pages;
+    }
+
+    fn start_fsync(&mut self, tid: u32) -> bool {
+        let th = &self.threads[tid as usize];
+        let client = th.client as usize;
+        let file = th.op.as_ref().expect("op").file as usize;
+        let f = &self.files[file];
+        if f.dirty_pages[client] == 0 && f.writes_in_flight[client] == 0 {
+            return false;
+        }
+        let oscs: Vec<(u32, u64)> =
+            f.osts.iter().zip(&f.obj_ids).map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj)).collect();
+        for (osc_i, obj) in oscs {
+            if let Some(oc) = self.oscs[osc_i as usize].objects.get_mut(&obj) {
+                oc.make_urgent(u64::MAX);
+            }
+            self.check_rpcs(osc_i);
+        }
+        self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitSync;
+        true
+    }
+
+    fn wake_fsync_waiters(&mut self, file: u32, client: u32) {
+        let f = &self.files[file as usize];
+        if f.dirty_pages[client as usize] != 0 || f.writes_in_flight[client as usize] != 0 {
+            return;
+        }
+        for tid in 0..self.threads.len() {
+            let th = &mut self.threads[tid];
+            if th.client == client {
+                if let Some(op) = th.op.as_mut() {
+                    if op.state == OpState::WaitSync && op.file == file {
+                        op.state = OpState::Running;
+                        op.fsync = false;
+                        let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
+                        let osc_i = self.clients[client as usize].oscs[self.files[file as usize].osts[0] as usize];
+                        self.oscs[osc_i as usize].stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
+                        self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
+                        self.seq += 1;
+                        self.queue.push(Queued { t: self.now + rtt, seq: self.seq, ev: Ev::Thread(tid as u32) });
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_flusher(&mut self, ci: u32) {
+        let cutoff = self.now.saturating_sub(DIRTY_EXPIRE_NS);
+        let oscs = self.clients[ci as usize].oscs.clone();
+        for osc_i in oscs {
+            let mut any = false;
+            for oc in self.oscs[osc_i as usize].objects.values_mut() {
+                any |= oc.make_urgent(cutoff);
+            }
+            if any {
+                self.check_rpcs(osc_i);
+            }
+        }
+        self.schedule(self.now + FLUSH_PERIOD_NS, Ev::Flusher(ci));
+    }
+
+    // ------------------------------------------------------------------ page cache and reads
+
+    fn insert_cached(&mut self, client: usize, file: u32, first: u64, last: u64, osc_i: u32) {
+        let added = interval_insert(&mut self.files[file as usize].cache[client], first, last);
+        if added == 0 {
+            return;
+        }
+        let cl = &mut self.clients[client];
+        cl.cached_pages += added;
+        cl.lru.push_back((file, first, last, osc_i));
+        self.oscs[osc_i as usize].cached_pages += added;
+        while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
+            let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
+            let removed = interval_remove(&mut self.files[f as usize].cache[client], s, e);
+            let cl = &mut self.clients[client];
+            cl.cached_pages -= removed.min(cl.cached_pages);
+            let osc = &mut self.oscs[o as usize];
+            osc.cached_pages -= removed.min(osc.cached_pages);
+        }
+    }
+
+    fn start_read(&mut self, tid: u32, slot: usize) {
+        let th = &self.threads[tid as usize];
+        let op = th.op.clone().expect("read op");
+        let client = th.client as usize;
+        let file = op.file as usize;
+        let fsize_pages = ceil_div(self.files[file].size, PAGE).max(1);
+        let p0 = op.offset / PAGE;
+        let p1 = ((op.offset + op.len).max(1) - 1) / PAGE;
+        let npages = p1 - p0 + 1;
+        // read-ahead state (ras_update / ll_ras_enter)
+        let rpc_pages = {
+            let f = &self.files[file];
+            let osc_i = self.clients[client].oscs[f.osts[f.map(p0).0] as usize];
+            self.oscs[osc_i as usize].mppr
+        };
+        let cl = &self.clients[client];
+        let (per_file, whole) = (cl.ra_max_pages_per_file, cl.ra_max_read_ahead_whole_pages);
+        let ras = &mut self.threads[tid as usize].ras[slot];
+        let sequential = match ras.next_page {
+            Some(n) => p0 + 8 >= n && p0 <= n + 8,
+            None => false,
+        };
+        let mut not_consecutive = false;
+        if sequential {
+            ras.consecutive += 1;
+            if ras.consecutive >= 1 {
+                let grown = (ras.window + rpc_pages.max(npages)).min(per_file);
+                ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
+            }
+            if ras.reads >= 1 && fsize_pages <= whole {
+                ras.window = fsize_pages;
+            }
+        } else {
+            if ras.next_page.is_some() {
+                not_consecutive = true;
+            }
+            ras.consecutive = 0;
+            ras.window = 0;
+            ras.ra_next = 0;
+        }
+        ras.reads += 1;
+        ras.next_page = Some(p1 + 1);
+        let window = ras.window;
+        let ra_from = ras.ra_next.max(p1 + 1);
+        let ra_to = (p1 + window).min(fsize_pages - 1);
+        if not_consecutive {
+            self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
+        }
+        // pages of the read itself
+        let mut waits = 0u32;
+        let mut sync_runs: Vec<(u64, u64)> = Vec::new();
+        let mut hit_pages = 0;
+        {
+            let f = &mut self.files[file];
+            let mut p = p0;
+            for (s, e) in interval_gaps(&f.cache[client], p0, p1) {
+                hit_pages += s - p;
+                p = e + 1;
+                // pages already being read: wait for those chunks
+                let mut q = s;
+                let inflight: Vec<(u64, u64, u32)> = overlapping(&f.reading[client], s, e);
+                for (rs, re, ch) in inflight {
+                    if rs > q {
+                        sync_runs.push((q, rs - 1));
+                    }
+                    if let Some((_, c)) = self.chunks[ch as usize].as_mut() {
+                        c.waiters.push(tid);
+                        waits += 1;
+                    }
+                    q = q.max(re + 1);
+                }
+                if q <= e {
+                    sync_runs.push((q, e));
+                }
+            }
+            hit_pages += p1 + 1 - p.min(p1 + 1);
+        }
+        let miss_pages: u64 = sync_runs.iter().map(|(s, e)| e - s + 1).sum();
+        {
+            let ra = &mut self.clients[client].ra_stats;
+            if hit_pages > 0 {
+                ra.add_n(RaCtr::Hits, hit_pages);
+            }
+            if miss_pages > 0 {
+                ra.add_n(RaCtr::Misses, miss_pages);
+            }
+        }
+        // read-ahead beyond the read, bounded by the global budget (ll_ra_count_get)
+        let mut ra_runs: Vec<(u64, u64)> = Vec::new();
+        if window > 0 && ra_from <= ra_to {
+            let want = ra_to - ra_from + 1;
+            let cl = &self.clients[client];
+            let left = cl.ra_max_pages.saturating_sub(cl.ra_inflight_pages);
+            let grant = left.min(want);
+            if grant < want {
+                self.clients[client].ra_stats.add_n(RaCtr::HitMaxReadaheadIssue, 1);
+            }
+            if grant > 0 && grant >= want.min(16384) {
+                let to = ra_from + grant - 1;
+                let f = &self.files[file];
+                for (s, e) in interval_gaps(&f.cache[client], ra_from, to) {
+                    let mut q = s;
+                    for (rs, re, _) in overlapping(&f.reading[client], s, e) {
+                        if rs > q {
+                            ra_runs.push((q, rs - 1));
+                        }
+                        q = q.max(re + 1);
+                    }
+                    if q <= e {
+                        ra_runs.push((q, e));
+                    }
+                }
+                self.threads[tid as usize].ras[slot].ra_next = to + 1;
+                if to + 1 >= fsize_pages {
+                    self.clients[client].ra_stats.add_n(RaCtr::ReadaheadToEof, 1);
+                }
+            }
+        }
+        // submit: page set-up is done by the reading thread, an RPC chunk leaves as soon as
+        // its pages are ready, so small RPCs overlap set-up with I/O and large ones do not
+        let c = &self.cfg.cluster;
+        let mut t = self.now + c.client_syscall_ns;
+        let page_ns = c.client_page_ns;
+        for (runs, ra) in [(sync_runs, false), (ra_runs, true)] {
+            for (s, e) in runs {
+                for (ch, pages) in self.make_chunks(client, file as u32, s, e, ra, if ra { None } else { Some(tid) }) {
+                    t += pages * page_ns;
+                    if !ra {
+                        waits += 1;
+                    }
+                    let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
+                    self.schedule(t, Ev::ChunkReady(osc, ch));
+                }
+            }
+        }
+        let copy = npages * COPY_NS_PER_PAGE;
+        let th = &mut self.threads[tid as usize];
+        let op = th.op.as_mut().expect("op");
+        op.ready_at = t + copy;
+        if waits == 0 {
+            op.state = OpState::Running;
+            let at = t + copy;
+            self.schedule(at, Ev::Thread(tid));
+        } else {
+            op.state = OpState::WaitIo;
+            op.waits = waits;
+        }
+    }
+
+    /// Split file pages [s, e] by stripe and into pieces of at most max_pages_per_rpc
+    /// (osc_io_submit flushes its page list every max_pages_per_rpc pages).
+    fn make_chunks(&mut self, client: usize, file: u32, s: u64, e: u64, ra: bool, waiter: Option<u32>) -> Vec<(u32, u64)> {
+        let mut out = Vec::new();
+        let mut p = s;
+        while p <= e {
+            let f = &self.files[file as usize];
+            let (stripe, obj_page) = f.map(p);
+            let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
+            let mppr = self.oscs[osc_i as usize].mppr;
+            let last = e.min(f.chunk_end(p)).min(p + mppr - 1);
+            let pages = last - p + 1;
+            let chunk = ReadChunk {
+                file,
+                obj: f.obj_ids[stripe],
+                obj_start: obj_page,
+                file_start: p,
+                pages,
+                waiters: waiter.into_iter().collect(),
+                readahead: ra,
+            };
+            let id = match self.free_chunks.pop() {
+                Some(id) => {
+                    self.chunks[id as usize] = Some((osc_i, chunk));
+                    id
+                }
+                None => {
+                    self.chunks.push(Some((osc_i, chunk)));
+                    (self.chunks.len() - 1) as u32
+                }
+            };
+            self.files[file as usize].reading[client].insert(p, (last, id));
+            if ra {
+                self.clients[client].ra_inflight_pages += pages;
+            }
+            out.push((id, pages));
+            p = last + 1;
+        }
+        out
+    }
+
+    // ------------------------------------------------------------------ OSC: forming RPCs
+
+    /// osc_check_rpcs(): send what may be sent within the in-flight limit. Reads and writes
+    /// share the limit, and a normal object may go one above it (max + 1).
+    fn check_rpcs(&mut self, osc_i: u32) {
+        loop {
+            let osc = &self.oscs[osc_i as usize];
+            if !osc.active {
+                return;
+            }
+            let in_flight = osc.r_in_flight + osc.w_in_flight;
+            if in_flight >= osc.mrif + 1 {
+                return;
+            }
+            let sent_write = self.try_write_rpc(osc_i);
+            let sent_read = self.try_read_rpc(osc_i);
+            if !sent_write && !sent_read {
+                return;
+            }
+        }
+    }
+
+    /// A limit changed: send what it now allows and let blocked writers retry.
+    pub(crate) fn kick(&mut self, osc_i: usize) {
+        let waiters = std::mem::take(&mut self.oscs[osc_i].cache_waiters);
+        for tid in waiters {
+            self.schedule(self.now, Ev::Thread(tid));
+        }
+        self.check_rpcs(osc_i as u32);
+    }
+
+    fn try_read_rpc(&mut self, osc_i: u32) -> bool {
+        let osc = &mut self.oscs[osc_i as usize];
+        let Some(first) = osc.read_queue.pop_front() else { return false };
+        let (obj, mut start, mut end, mut pages) = {
+            let c = &self.chunks[first as usize].as_ref().expect("chunk").1;
+            (c.obj, c.obj_start, c.obj_start + c.pages - 1, c.pages)
+        };
+        let mut ids = vec![first];
+        // later chunks of the same object join while the RPC has room (osc_send_read_rpc)
+        while let Some(&next) = osc.read_queue.front() {
+            let c = &self.chunks[next as usize].as_ref().expect("chunk").1;
+            if c.obj != obj || pages + c.pages > osc.mppr {
+                break;
+            }
+            start = start.min(c.obj_start);
+            end = end.max(c.obj_start + c.pages - 1);
+            pages += c.pages;
+            ids.push(next);
+            osc.read_queue.pop_front();
+        }
+        osc.pending_r_pages -= pages.min(osc.pending_r_pages);
+        let id = self.new_rpc(Rpc {
+            osc: osc_i,
+            write: false,
+            obj,
+            start_page: start,
+            end_page: end,
+            pages,
+            sent_ns: 0,
+            phase: RpcPhase::ToServer,
+            short_io: false,
+            chunks: ids,
+            sync_waiters: Vec::new(),
+            files: Vec::new(),
+            work_ns: 0.0,
+        });
+        self.send_rpc(id);
+        true
+    }
+
+    fn try_write_rpc(&mut self, osc_i: u32) -> bool {
+        let osc = &self.oscs[osc_i as usize];
+        let any_waiters = !osc.cache_waiters.is_empty();
+        // pick an object that makes an RPC (osc_makes_rpc): urgent or full extents, or anyone
+        // blocked on cache space
+        let obj = osc
+            .objects
+            .iter()
+            .find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty())
+            .or_else(|| if any_waiters { osc.objects.iter().find(|(_, oc)| !oc.extents.is_empty()) } else { None })
+            .map(|(&o, _)| o);
+        let Some(obj) = obj else { return false };
+        let osc = &mut self.oscs[osc_i as usize];
+        let mppr = osc.mppr;
+        let oc = osc.objects.get_mut(&obj).expect("object");
+        let first = oc
+            .urgent
+            .first()
+            .or_else(|| oc.full.first())
+            .or_else(|| oc.extents.keys().next())
+            .copied()
+            .expect("non-empty");
+        // get_write_extents(): from the chosen extent onwards, then from the tree's start, while
+        // pages fit max_pages_per_rpc and extents fit 256
+        let keys: Vec<u64> = oc
+            .extents
+            .range(first..)
+            .map(|(&s, _)| s)
+            .chain(oc.extents.range(..first).map(|(&s, _)| s))
+            .take(MAX_EXTENTS_PER_RPC)
+            .collect();
+        let mut max_pages = mppr;
+        let mut taken: Vec<(u64, Extent)> = Vec::new();
+        let mut pages = 0;
+        for s in keys {
+            let e = &oc.extents[&s];
+            let n = e.pages(s);
+            // erd_max_pages grows to the extent's own mppr: extents made under a larger
+            // max_pages_per_rpc still leave whole
+            let limit = max_pages.max(e.mppr);
+            if pages + n > limit && !taken.is_empty() {
+                break;
+            }
+            max_pages = limit;
+            pages += n;
+            taken.push((s, oc.remove(s).expect("present")));
+        }
+        osc.pending_w_pages -= pages.min(osc.pending_w_pages);
+        let start = taken.iter().map(|(s, _)| *s).min().expect("taken");
+        let end = taken.iter().map(|(_, e)| e.end).max().expect("taken");
+        let short_io = taken.len() == 1 && pages * PAGE <= osc.short_io_bytes;
+        let mut files: Vec<(u32, u64)> = Vec::new();
+        let mut sync_waiters = Vec::new();
+        for (s, e) in &taken {
+            match files.iter_mut().find(|(f, _)| *f == e.file) {
+                Some(x) => x.1 += e.pages(*s),
+                None => files.push((e.file, e.pages(*s))),
+            }
+            if let Some(w) = e.sync_waiter {
+                sync_waiters.push(w);
+            }
+        }
+        let client = osc.client as usize;
+        for &(f, _) in &files {
+            self.files[f as usize].writes_in_flight[client] += 1;
+        }
+        let id = self.new_rpc(Rpc {
+            osc: osc_i,
+            write: true,
+            obj,
+            start_page: start,
+            end_page: end,
+            pages,
+            sent_ns: 0,
+            phase: RpcPhase::ToServer,
+            short_io,
+            chunks: Vec::new(),
+            sync_waiters,
+            files,
+            work_ns: 0.0,
+        });
+        self.send_rpc(id);
+        true
+    }
+
+    fn new_rpc(&mut self, rpc: Rpc) -> u32 {
+        match self.free_rpcs.pop() {
+            Some(id) => {
+                self.rpcs[id as usize] = Some(rpc);
+                id
+            }
+            None => {
+                self.rpcs.push(Some(rpc));
+                (self.rpcs.len() - 1) as u32
+            }
+        }
+    }
+
+    /// osc_build_rpc() + ptlrpcd: tally the histograms, count it in flight, and send it once the
+    /// client's ptlrpcd has built it.
+    fn send_rpc(&mut self, id: u32) {
+        let c = &self.cfg.cluster;
+        let (rpc_ns, lat, bw) = (c.client_rpc_ns, c.net_latency_ns, c.net_bandwidth_bps);
+        let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
+        let osc = &mut self.oscs[rpc.osc as usize];
+        let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
+        if rpc.write {
+            osc.w_in_flight += 1;
+            osc.hists.tally_write(pages32, osc.w_in_flight, rpc.start_page);
+        } else {
+            osc.r_in_flight += 1;
+            osc.hists.tally_read(pages32, osc.r_in_flight, rpc.start_page);
+        }
+        let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
+        osc.stats.add(OscCtr::ReqActive, inflight as i64);
+        let client = &mut self.clients[osc.client as usize];
+        let sent = self.now.max(client.cpu_free_at) + rpc_ns;
+        client.cpu_free_at = sent;
+        rpc.sent_ns = sent;
+        rpc.phase = RpcPhase::ToServer;
+        // a short-io write carries its data inside the request
+        let mut arrive = sent + lat;
+        if rpc.write && rpc.short_io {
+            arrive += (rpc.pages as f64 * PAGE as f64 * 1e9 / bw) as u64;
+        }
+        self.seq += 1;
+        self.queue.push(Queued { t: arrive, seq: self.seq, ev: Ev::Rpc(id) });
+    }
+
+    // ------------------------------------------------------------------ OSS and OST
+
+    fn on_rpc(&mut self, id: u32) {
+        let c = self.cfg.cluster.clone();
+        let rpc = self.rpcs[id as usize].as_ref().expect("rpc").clone();
+        let ost = self.oscs[rpc.osc as usize].ost as usize;
+        let oss = ost / c.osts_per_oss;
+        let client = self.oscs[rpc.osc as usize].client as usize;
+        let bytes = rpc.pages * PAGE;
+        let set_phase = |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
+        match rpc.phase {
+            RpcPhase::ToServer => {
+                let s = &mut self.oss[oss];
+                if s.free_threads == 0 {
+                    s.queue.push_back(id);
+                    set_phase(self, RpcPhase::Queued);
+                } else {
+                    s.free_threads -= 1;
+                    set_phase(self, RpcPhase::Service);
+                    self.schedule(self.now + c.oss_service_ns, Ev::Rpc(id));
+                }
+            }
+            RpcPhase::Queued => unreachable!("queued RPCs are started by a freed thread"),
+            RpcPhase::Service => {
+                if rpc.write && !rpc.short_io {
+                    // bulk GET: the OSS pulls the pages from the client
+                    let s = &mut self.oss[oss];
+                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + c.net_latency_ns, bytes, c.net_bandwidth_bps);
+                    set_phase(self, RpcPhase::Bulk);
+                    self.schedule(done + c.net_latency_ns, Ev::Rpc(id));
+                } else {
+                    self.submit_disk(id, ost, &rpc);
+                }
+            }
+            RpcPhase::Bulk => {
+                if rpc.write {
+                    self.submit_disk(id, ost, &rpc);
+                } else {
+                    self.reply(id, oss);
+                }
+            }
+            RpcPhase::Disk => {
+                if !rpc.write && !(bytes <= self.oscs[rpc.osc as usize].short_io_bytes) {
+                    // bulk PUT to the client
+                    let s = &mut self.oss[oss];
+                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, c.net_bandwidth_bps);
+                    set_phase(self, RpcPhase::Bulk);
+                    self.schedule(done, Ev::Rpc(id));
+                } else {
+                    self.reply(id, oss);
+                }
+            }
+            RpcPhase::Reply => self.on_reply(id),
+        }
+    }
+
+    fn submit_disk(&mut self, id: u32, ost: usize, rpc: &Rpc) {
+        let c = &self.cfg.cluster;
+        let bytes = rpc.pages * PAGE;
+        let (bw, access) = if rpc.write {
+            (c.ost_write_bw_bps, c.ost_write_latency_ns)
+        } else {
+            (c.ost_read_bw_bps, c.ost_read_latency_ns)
+        };
+        let work = bytes as f64 * 1e9 / bw;
+        let r = self.rpcs[id as usize].as_mut().expect("rpc");
+        r.phase = RpcPhase::Disk;
+        r.work_ns = work;
+        let req = DiskReq { rpc: id, work_ns: work, access_ns: access, obj: rpc.obj, start: rpc.start_page, end: rpc.end_page + 1 };
+        let started = self.devices[ost].submit(self.now, req);
+        for (rid, acc, _) in started {
+            self.schedule(self.now + acc, Ev::DiskStart(rid));
+        }
+    }
+
+    fn arm_disk(&mut self, ost: u32) {
+        let d = &self.devices[ost as usize];
+        if let Some(t) = d.next_completion() {
+            let gen = d.generation;
+            self.schedule(t, Ev::Disk(ost, gen));
+        }
+    }
+
+    fn on_disk(&mut self, ost: u32, gen: u64) {
+        if self.devices[ost as usize].generation != gen {
+            return; // superseded by a later arrival or completion
+        }
+        let (done, started) = self.devices[ost as usize].complete(self.now);
+        for (rid, acc, _) in started {
+            self.schedule(self.now + acc, Ev::DiskStart(rid));
+        }
+        for id in done {
+            self.schedule(self.now, Ev::Rpc(id));
+        }
+        self.arm_disk(ost);
+    }
+
+    /// The service thread sends the reply and takes the next queued request.
+    fn reply(&mut self, id: u32, oss: usize) {
+        let c = &self.cfg.cluster;
+        let (lat, svc) = (c.net_latency_ns, c.oss_service_ns);
+        self.rpcs[id as usize].as_mut().expect("rpc").phase = RpcPhase::Reply;
+        self.schedule(self.now + lat, Ev::Rpc(id));
+        let s = &mut self.oss[oss];
+        if let Some(next) = s.queue.pop_front() {
+            self.rpcs[next as usize].as_mut().expect("rpc").phase = RpcPhase::Service;
+            self.schedule(self.now + svc, Ev::Rpc(next));
+        } else {
+            s.free_threads += 1;
+        }
+    }
+
+    // ------------------------------------------------------------------ OSC: completions
+
+    /// brw_interpret(): statistics, grant, pages, waiters, and the next RPCs.
+    fn on_reply(&mut self, id: u32) {
+        let rpc = self.rpcs[id as usize].take().expect("rpc");
+        self.free_rpcs.push(id);
+        let now = self.now;
+        let c = &self.cfg.cluster;
+        let chunk_grant = 2 * (c.brw_size_bytes + EXTENT_TAX);
+        let osc_i = rpc.osc;
+        let osc = &mut self.oscs[osc_i as usize];
+        let client = osc.client as usize;
+        let bytes = rpc.pages * PAGE;
+        let wait_us = ((now - rpc.sent_ns) / 1000) as i64;
+        osc.stats.add(OscCtr::ReqWaittime, wait_us);
+        osc.last_reply_ns = now;
+        if rpc.write {
+            osc.w_in_flight -= 1;
+            osc.stats.add(OscCtr::WriteBytes, bytes as i64);
+            osc.stats.add(OscCtr::OstWrite, wait_us);
+            osc.osc_write_bytes += bytes;
+            osc.dirty_pages -= rpc.pages.min(osc.dirty_pages);
+            // the OST hands out more grant, at most one chunk per reply, up to what the
+            // client asks for: max_pages_per_rpc x (max_rpcs_in_flight + 1) or max_dirty_mb
+            let want = (osc.mppr * (osc.mrif as u64 + 1)).max(osc.max_dirty_pages) * PAGE;
+            let have = osc.avail_grant + osc.dirty_pages * PAGE;
+            if want > have {
+                osc.avail_grant += (want - have).min(chunk_grant);
+            }
+            let cl = &mut self.clients[client];
+            cl.dirty_pages -= rpc.pages.min(cl.dirty_pages);
+            let waiters = std::mem::take(&mut self.oscs[osc_i as usize].cache_waiters);
+            for tid in waiters {
+                self.schedule(now, Ev::Thread(tid));
+            }
+            for &(f, pages) in &rpc.files {
+                let file = &mut self.files[f as usize];
+                file.dirty_pages[client] -= pages.min(file.dirty_pages[client]);
+                file.writes_in_flight[client] -= 1;
+                self.wake_fsync_waiters(f, client as u32);
+            }
+            for tid in rpc.sync_waiters {
+                if let Some(op) = self.threads[tid as usize].op.as_mut() {
+                    op.state = OpState::Running;
+                }
+                self.schedule(now, Ev::Thread(tid));
+            }
+        } else {
+            osc.r_in_flight -= 1;
+            osc.stats.add(OscCtr::ReadBytes, bytes as i64);
+            osc.stats.add(OscCtr::OstRead, wait_us);
+            osc.osc_read_bytes += bytes;
+            for ch in rpc.chunks {
+                let (o, chunk) = self.chunks[ch as usize].take().expect("chunk");
+                self.free_chunks.push(ch);
+                let last = chunk.file_start + chunk.pages - 1;
+                self.files[chunk.file as usize].reading[client].remove(&chunk.file_start);
+                self.insert_cached(client, chunk.file, chunk.file_start, last, o);
+                if chunk.readahead {
+                    let cl = &mut self.clients[client];
+                    cl.ra_inflight_pages -= chunk.pages.min(cl.ra_inflight_pages);
+                }
+                for tid in chunk.waiters {
+                    let th = &mut self.threads[tid as usize];
+                    if let Some(op) = th.op.as_mut() {
+                        if op.state == OpState::WaitIo {
+                            op.waits -= 1;
+                            if op.waits == 0 {
+                                op.state = OpState::Running;
+                                let t = now.max(op.ready_at);
+                                self.schedule(t, Ev::Thread(tid));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.check_rpcs(osc_i);
+    }
+
+    // ------------------------------------------------------------------ totals
+
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals { sim_ns: self.now, events: self.events, ..Default::default() };
+        for c in &self.clients {
+            t.app_read_bytes += c.app_read_bytes;
+            t.app_write_bytes += c.app_write_bytes;
+        }
+        for o in &self.oscs {
+            t.osc_read_bytes += o.osc_read_bytes;
+            t.osc_write_bytes += o.osc_write_bytes;
+        }
+        t
+    }
+
+    /// Checks of the invariants the property tests rely on; returns a description of the first
+    /// violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for o in &self.oscs {
+            if o.r_in_flight + o.w_in_flight > o.mrif.max(1) + 1 && o.mrif > 0 {
+                // lowering max_rpcs_in_flight leaves RPCs already sent in flight; only RPCs sent
+                // under the current limit are bounded, which the histogram test checks
+            }
+            let hist_r = o.hists.read_pages.total();
+            let hist_w = o.hists.write_pages.total();
+            if o.hists.read_rif.total() != hist_r || o.hists.write_rif.total() != hist_w {
+                return Err(format!("{}: histogram totals differ", o.name));
+            }
+            let pending: u64 = o.objects.values().flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s))).sum();
+            if pending != o.pending_w_pages {
+                return Err(format!("{}: pending write pages {} != extents {}", o.name, o.pending_w_pages, pending));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub sim_ns: u64,
+    pub events: u64,
+    pub app_read_bytes: u64,
+    pub app_write_bytes: u64,
+    pub osc_read_bytes: u64,
+    pub osc_write_bytes: u64,
+}
+
+enum Admit {
+    Ok,
+    Wait,
+    Sync,
+}
+
+/// client_adjust_max_dirty(): default 2000 MiB, raised to rif x RPC size, capped at RAM/8,
+/// rounded up to whole MiB.
+pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
+    if osc.max_dirty_pages == 0 {
+        osc.max_dirty_pages = 2000 * 256;
+    } else {
+        let want = osc.mrif as u64 * osc.mppr;
+        osc.max_dirty_pages = osc.max_dirty_pages.max(want);
+    }
+    osc.max_dirty_pages = osc.max_dirty_pages.min(ram_pages / 8);
+    osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
+}
+
+/// Pages of [first, last] not yet dirty, and whether a new extent would be created.
+fn count_new(oc: Option<&ObjectCache>, first: u64, last: u64, mppr: u64) -> (u64, u64) {
+    let Some(oc) = oc else { return (last - first + 1, 1) };
+    let mut covered = 0;
+    let mut adjacent = false;
+    let lo = first.saturating_sub(1);
+    let window_end = first - first % mppr + mppr - 1;
+    if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
+        if e.end >= first {
+            covered += e.end.min(last) - first + 1;
+            adjacent = true;
+        } else if e.end + 1 == first && e.window_end == window_end {
+            adjacent = true;
+        }
+        let _ = s;
+    }
+    for (&s, e) in oc.extents.range(first..=last + 1) {
+        if s <= last {
+            covered += e.end.min(last) - s + 1;
+        }
+        adjacent |= e.window_end == window_end || s <= last;
+    }
+    (last - first + 1 - covered.min(last - first + 1), u64::from(!adjacent))
+}
+
+/// Insert [s, e] into a set of disjoint intervals; returns how many pages were new.
+pub fn interval_insert(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
+    let mut ns = s;
+    let mut ne = e;
+    let mut covered = 0;
+    let lo = s.saturating_sub(1);
+    let mut remove = Vec::new();
+    if let Some((&a, &b)) = set.range(..=lo).next_back() {
+        if b + 1 >= s {
+            remove.push(a);
+        }
+    }
+    for (&a, _) in set.range(s..=e.saturating_add(1)) {
+        remove.push(a);
+    }
+    for a in remove {
+        let b = set.remove(&a).expect("present");
+        let (is, ie) = (a.max(s), b.min(e));
+        if is <= ie {
+            covered += ie - is + 1;
+        }
+        ns = ns.min(a);
+        ne = ne.max(b);
+    }
+    set.insert(ns, ne);
+    (e - s + 1) - covered
+}
+
+/// Remove [s, e] from a set of disjoint intervals; returns how many pages were removed.
+pub fn interval_remove(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
+    let mut removed = 0;
+    let mut hits = Vec::new();
+    if let Some((&a, &b)) = set.range(..s).next_back() {
+        if b >= s {
+            hits.push((a, b));
+        }
+    }
+    for (&a, &b) in set.range(s..=e) {
+        hits.push((a, b));
+    }
+    for (a, b) in hits {
+        set.remove(&a);
+        let (is, ie) = (a.max(s), b.min(e));
+        removed += ie - is + 1;
+        if a < s {
+            set.insert(a, s - 1);
+        }
+        if b > e {
+            set.insert(e + 1, b);
+        }
+    }
+    removed
+}
+
+/// Sub-ranges of [s, e] not covered by the set.
+pub fn interval_gaps(set: &BTreeMap<u64, u64>, s: u64, e: u64) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::new();
+    let mut p = s;
+    if let Some((_, &b)) = set.range(..s).next_back() {
+        if b >= s {
+            p = b + 1;
+        }
+    }
+    for (&a, &b) in set.range(s..=e) {
+        if p > e {
+            break;
+        }
+        if a > p {
+            gaps.push((p, a - 1));
+        }
+        p = p.max(b + 1);
+    }
+    if p <= e {
+        gaps.push((p, e));
+    }
+    gaps
+}
+
+/// Read chunks in flight overlapping [s, e], in page order.
+fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64, u32)> {
+    let mut out = Vec::new();
+    if let Some((&a, &(b, id))) = map.range(..s).next_back() {
+        if b >= s {
+            out.push((a, b, id));
+        }
+    }
+    for (&a, &(b, id)) in map.range(s..=e) {
+        out.push((a, b, id));
+    }
+    out
+}

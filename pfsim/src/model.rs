@@ -1,0 +1,287 @@
+//! Plain state of the simulated components: clients (llite), OSCs, files, threads, RPCs.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use crate::stats::{LliteStats, OscStats, RaStats, RpcHists};
+
+pub const PAGE: u64 = 4096;
+/// Grant charged per new extent on ldiskfs (grant_extent_tax).
+pub const EXTENT_TAX: u64 = 24576;
+/// Most extents one write RPC may carry.
+pub const MAX_EXTENTS_PER_RPC: usize = 256;
+/// Copying one 4 KiB page between the page cache and user memory (about 8 GB/s).
+pub const COPY_NS_PER_PAGE: u64 = 500;
+/// Linux flusher: dirty data older than dirty_expire_centisecs is written every
+/// dirty_writeback_centisecs (defaults 30 s and 5 s).
+pub const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
+pub const FLUSH_PERIOD_NS: u64 = 5_000_000_000;
+
+/// A run of dirty pages in one OST object, inside one `max_pages_per_rpc`-aligned window.
+#[derive(Clone, Debug)]
+pub struct Extent {
+    /// Last page, inclusive (the map key is the first page).
+    pub end: u64,
+    /// max_pages_per_rpc when the extent was created; its pages never leave that window.
+    pub mppr: u64,
+    pub window_end: u64,
+    pub born_ns: u64,
+    pub urgent: bool,
+    pub file: u32,
+    /// Thread waiting for this extent to reach the OST (synchronous write fallback).
+    pub sync_waiter: Option<u32>,
+}
+
+impl Extent {
+    pub fn pages(&self, start: u64) -> u64 {
+        self.end - start + 1
+    }
+}
+
+/// The dirty extents of one OST object, as one OSC sees them.
+#[derive(Clone, Debug, Default)]
+pub struct ObjectCache {
+    pub extents: BTreeMap<u64, Extent>,
+    /// Starts of full extents (oo_full_exts) and of urgent ones (oo_urgent_exts).
+    pub full: BTreeSet<u64>,
+    pub urgent: BTreeSet<u64>,
+}
+
+impl ObjectCache {
+    /// Put an extent in the tree and on the lists it belongs to.
+    pub fn insert(&mut self, start: u64, e: Extent) {
+        if e.pages(start) >= e.mppr {
+            self.full.insert(start);
+        }
+        if e.urgent {
+            self.urgent.insert(start);
+        }
+        self.extents.insert(start, e);
+    }
+
+    /// Take an extent out of the tree and its lists.
+    pub fn remove(&mut self, start: u64) -> Option<Extent> {
+        let e = self.extents.remove(&start)?;
+        self.full.remove(&start);
+        self.urgent.remove(&start);
+        Some(e)
+    }
+
+    /// Mark every extent born at or before `cutoff` (all with `u64::MAX`) urgent; true if any was.
+    pub fn make_urgent(&mut self, cutoff: u64) -> bool {
+        let mut any = false;
+        for (&s, e) in self.extents.iter_mut() {
+            if !e.urgent && e.born_ns <= cutoff {
+                e.urgent = true;
+                self.urgent.insert(s);
+                any = true;
+            }
+        }
+        any
+    }
+}
+
+/// A queued read: pages of one object submitted together, at most max_pages_per_rpc.
+#[derive(Clone, Debug)]
+pub struct ReadChunk {
+    pub file: u32,
+    pub obj: u64,
+    pub obj_start: u64,
+    pub file_start: u64,
+    pub pages: u64,
+    pub waiters: Vec<u32>,
+    pub readahead: bool,
+}
+
+/// One OSC: the client's view of one OST.
+#[derive(Debug)]
+pub struct Osc {
+    pub client: u32,
+    pub ost: u32,
+    pub name: String,
+    // tunables
+    pub mppr: u64,
+    pub mrif: u32,
+    pub max_dirty_pages: u64,
+    pub short_io_bytes: u64,
+    pub checksums: bool,
+    pub checksum_type: String,
+    pub resend_count: u32,
+    pub grant_shrink_interval: i64,
+    pub idle_timeout: u32,
+    pub active: bool,
+    // state
+    pub r_in_flight: u32,
+    pub w_in_flight: u32,
+    pub other_in_flight: u32,
+    pub dirty_pages: u64,
+    pub pending_w_pages: u64,
+    pub pending_r_pages: u64,
+    pub avail_grant: u64,
+    pub cached_pages: u64,
+    pub objects: BTreeMap<u64, ObjectCache>,
+    pub read_queue: VecDeque<u32>,
+    pub cache_waiters: Vec<u32>,
+    pub last_reply_ns: u64,
+    pub connected: bool,
+    // statistics
+    pub stats: OscStats,
+    pub hists: RpcHists,
+    pub rpc_stats_init_ns: u64,
+    pub osc_stats_init_ns: u64,
+    pub osc_read_bytes: u64,
+    pub osc_write_bytes: u64,
+}
+
+/// Read-ahead state of one open file (`ll_readahead_state`).
+#[derive(Clone, Debug, Default)]
+pub struct Readahead {
+    pub next_page: Option<u64>,
+    pub consecutive: u32,
+    pub window: u64,
+    pub ra_next: u64,
+    pub reads: u64,
+}
+
+/// One mounted file system on a client node (llite instance) and the node itself.
+#[derive(Debug)]
+pub struct Client {
+    pub index: u32,
+    pub instance: u64,
+    pub ram_pages: u64,
+    pub cpus: u32,
+    pub oscs: Vec<u32>,
+    /// ptlrpcd: RPC build/send/interpret work is serialised on it.
+    pub cpu_free_at: u64,
+    // llite tunables (pages where Lustre keeps pages)
+    pub ra_max_pages: u64,
+    pub ra_max_pages_per_file: u64,
+    pub ra_max_read_ahead_whole_pages: u64,
+    pub ra_async_threshold_pages: u64,
+    pub ra_range_pages: u64,
+    pub ra_async_active: u32,
+    pub max_cached_pages: u64,
+    pub checksums: bool,
+    pub fast_read: bool,
+    pub statahead_max: u32,
+    pub global_max_dirty_pages: u64,
+    pub mdc_rif: u32,
+    pub mdc_mod_rif: u32,
+    // state
+    pub ra_inflight_pages: u64,
+    pub cached_pages: u64,
+    pub dirty_pages: u64,
+    pub lru: VecDeque<(u32, u64, u64, u32)>,
+    pub reclaim_count: u32,
+    pub stats: LliteStats,
+    pub ra_stats: RaStats,
+    pub app_read_bytes: u64,
+    pub app_write_bytes: u64,
+}
+
+/// A file: its layout and, per client, what of it is cached.
+#[derive(Debug)]
+pub struct File {
+    pub size: u64,
+    pub stripe_size: u64,
+    pub osts: Vec<u32>,
+    pub obj_ids: Vec<u64>,
+    /// Per client: cached page intervals (start -> end inclusive).
+    pub cache: Vec<BTreeMap<u64, u64>>,
+    /// Per client: read chunks in flight (file start page -> (end page, chunk id)).
+    pub reading: Vec<BTreeMap<u64, (u64, u32)>>,
+    pub dirty_pages: Vec<u64>,
+    pub writes_in_flight: Vec<u32>,
+}
+
+impl File {
+    /// Map a file page to (stripe index, object page).
+    pub fn map(&self, page: u64) -> (usize, u64) {
+        let sp = self.stripe_size / PAGE;
+        let n = self.osts.len() as u64;
+        let stripe_no = page / sp;
+        ((stripe_no % n) as usize, (stripe_no / n) * sp + page % sp)
+    }
+
+    /// Last file page of the stripe chunk that holds `page`.
+    pub fn chunk_end(&self, page: u64) -> u64 {
+        let sp = self.stripe_size / PAGE;
+        (page / sp) * sp + sp - 1
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Write,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpState {
+    /// Being admitted into the cache (writes) or submitted (reads).
+    Running,
+    /// Blocked on dirty/grant space of an OSC.
+    WaitCache,
+    /// Waiting for read RPCs or a sync write.
+    WaitIo,
+    /// Waiting for fsync to drain the file.
+    WaitSync,
+}
+
+#[derive(Clone, Debug)]
+pub struct Op {
+    pub kind: OpKind,
+    pub file: u32,
+    pub offset: u64,
+    pub len: u64,
+    /// Next byte still to be admitted (writes).
+    pub cursor: u64,
+    pub started_ns: u64,
+    pub state: OpState,
+    pub waits: u32,
+    pub ready_at: u64,
+    pub fsync: bool,
+}
+
+/// What an application thread does; see workload.rs.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    pub client: u32,
+    pub job: u32,
+    pub role: crate::workload::Role,
+    pub files: Vec<u32>,
+    pub pos: u64,
+    pub op: Option<Op>,
+    pub ras: Vec<Readahead>,
+    pub start_ns: u64,
+    pub stop_ns: u64,
+    pub done: bool,
+    pub phase: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RpcPhase {
+    ToServer,
+    Queued,
+    Service,
+    Bulk,
+    Disk,
+    Reply,
+}
+
+/// A bulk read or write RPC.
+#[derive(Clone, Debug)]
+pub struct Rpc {
+    pub osc: u32,
+    pub write: bool,
+    pub obj: u64,
+    pub start_page: u64,
+    pub end_page: u64,
+    pub pages: u64,
+    pub sent_ns: u64,
+    pub phase: RpcPhase,
+    pub short_io: bool,
+    pub chunks: Vec<u32>,
+    pub sync_waiters: Vec<u32>,
+    pub files: Vec<(u32, u64)>,
+    pub work_ns: f64,
+}

@@ -1,0 +1,465 @@
+//! The parameter files of each client, by lctl name: where each lives (sysfs, procfs,
+//! debugfs), what it prints, and how a write to it is checked and applied — with Lustre's ranges
+//! and errnos (docs/lustre-client.md §2, §3).
+
+use crate::engine::{adjust_max_dirty, Sim};
+use crate::model::PAGE;
+use crate::parse::{kstrtobool, kstrtoll, kstrtouint, kstrtoull, sysfs_memparse, EINVAL, ERANGE};
+use crate::stats::{self, ImportInfo, ImportState};
+
+const ENOENT: i32 = 2;
+const CHECKSUM_TYPES: [&str; 7] = ["crc32", "adler", "crc32c", "t10ip512", "t10ip4K", "t10crc512", "t10crc4K"];
+
+/// (file name, tree, writable) of every OSC parameter.
+const OSC_PARAMS: &[(&str, Tree, bool)] = &[
+    ("active", Tree::Sys, true),
+    ("checksums", Tree::Sys, true),
+    ("cur_dirty_bytes", Tree::Sys, false),
+    ("cur_dirty_grant_bytes", Tree::Sys, false),
+    ("cur_lost_grant_bytes", Tree::Sys, false),
+    ("grant_shrink_interval", Tree::Sys, true),
+    ("idle_timeout", Tree::Sys, true),
+    ("max_dirty_mb", Tree::Sys, true),
+    ("max_rpcs_in_flight", Tree::Sys, true),
+    ("ost_conn_uuid", Tree::Sys, false),
+    ("resend_count", Tree::Sys, true),
+    ("short_io_bytes", Tree::Sys, true),
+    ("checksum_type", Tree::Proc, true),
+    ("connect_flags", Tree::Proc, false),
+    ("cur_grant_bytes", Tree::Proc, true),
+    ("import", Tree::Proc, false),
+    ("max_pages_per_rpc", Tree::Proc, true),
+    ("osc_cached_mb", Tree::Proc, true),
+    ("osc_stats", Tree::Proc, true),
+    ("ost_server_uuid", Tree::Proc, false),
+    ("rpc_stats", Tree::Proc, true),
+    ("state", Tree::Proc, false),
+    ("unstable_stats", Tree::Proc, false),
+    ("stats", Tree::Debug, true),
+];
+
+const LLITE_PARAMS: &[(&str, Tree, bool)] = &[
+    ("checksums", Tree::Sys, true),
+    ("fast_read", Tree::Sys, true),
+    ("max_read_ahead_async_active", Tree::Sys, true),
+    ("max_read_ahead_mb", Tree::Sys, true),
+    ("max_read_ahead_per_file_mb", Tree::Sys, true),
+    ("max_read_ahead_whole_mb", Tree::Sys, true),
+    ("read_ahead_async_file_threshold_mb", Tree::Sys, true),
+    ("read_ahead_range_kb", Tree::Sys, true),
+    ("statahead_max", Tree::Sys, true),
+    ("max_cached_mb", Tree::Debug, true),
+    ("read_ahead_stats", Tree::Debug, true),
+    ("stats", Tree::Debug, true),
+];
+
+const MDC_PARAMS: &[(&str, Tree, bool)] = &[("max_rpcs_in_flight", Tree::Sys, true), ("max_mod_rpcs_in_flight", Tree::Sys, true)];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tree {
+    Sys,
+    Proc,
+    Debug,
+}
+
+impl Tree {
+    fn prefix(self) -> &'static str {
+        match self {
+            Tree::Sys => "sys/fs/lustre",
+            Tree::Proc => "proc/fs/lustre",
+            Tree::Debug => "sys/kernel/debug/lustre",
+        }
+    }
+}
+
+/// One entry of `Sim::list_params`.
+#[derive(Clone, Debug)]
+pub struct ParamFile {
+    pub path: String,
+    pub name: String,
+    pub writable: bool,
+}
+
+impl Sim {
+    fn mdc_name(&self, client: usize) -> String {
+        format!("{}-MDT0000-mdc-{:016x}", self.cfg.cluster.fsname, self.clients[client].instance)
+    }
+
+    pub fn llite_name(&self, client: usize) -> String {
+        format!("{}-{:016x}", self.cfg.cluster.fsname, self.clients[client].instance)
+    }
+
+    /// Every parameter file of one client node.
+    pub fn list_params(&self, client: usize) -> Vec<ParamFile> {
+        let mut out = Vec::new();
+        let mut add = |kind: &str, dev: &str, table: &[(&str, Tree, bool)]| {
+            for &(p, tree, w) in table {
+                out.push(ParamFile { path: format!("{}/{kind}/{dev}/{p}", tree.prefix()), name: format!("{kind}.{dev}.{p}"), writable: w });
+            }
+        };
+        for &o in &self.clients[client].oscs {
+            add("osc", &self.oscs[o as usize].name, OSC_PARAMS);
+        }
+        add("llite", &self.llite_name(client), LLITE_PARAMS);
+        add("mdc", &self.mdc_name(client), MDC_PARAMS);
+        out.push(ParamFile { path: "sys/fs/lustre/max_dirty_mb".into(), name: "max_dirty_mb".into(), writable: true });
+        out
+    }
+
+    fn find_osc(&self, client: usize, dev: &str) -> Result<usize, i32> {
+        self.clients[client].oscs.iter().map(|&o| o as usize).find(|&o| self.oscs[o].name == dev).ok_or(ENOENT)
+    }
+
+    fn split(name: &str) -> Result<(&str, &str, &str), i32> {
+        let (kind, rest) = name.split_once('.').ok_or(ENOENT)?;
+        let (dev, param) = rest.rsplit_once('.').ok_or(ENOENT)?;
+        Ok((kind, dev, param))
+    }
+
+    /// The text of a parameter file, as `cat` would print it.
+    pub fn get_param(&self, client: usize, name: &str) -> Result<String, i32> {
+        if client >= self.clients.len() {
+            return Err(ENOENT);
+        }
+        if name == "max_dirty_mb" {
+            return Ok(format!("{}\n", self.clients[client].global_max_dirty_pages / 256));
+        }
+        let (kind, dev, param) = Sim::split(name)?;
+        let now = self.epoch_ns();
+        let style = self.style;
+        match kind {
+            "osc" => {
+                let o = &self.oscs[self.find_osc(client, dev)?];
+                let ost_uuid = format!("{}-OST{:04x}_UUID", self.cfg.cluster.fsname, o.ost);
+                let nid = self.ost_nid(o.ost);
+                Ok(match param {
+                    "active" => format!("{}\n", u8::from(o.active)),
+                    "checksums" => format!("{}\n", u8::from(o.checksums)),
+                    "cur_dirty_bytes" => format!("{}\n", o.dirty_pages * PAGE),
+                    "cur_dirty_grant_bytes" => format!("{}\n", o.dirty_pages * PAGE),
+                    "cur_lost_grant_bytes" => "0\n".into(),
+                    "grant_shrink_interval" => format!("{}\n", o.grant_shrink_interval),
+                    "idle_timeout" => format!("{}\n", o.idle_timeout),
+                    "max_dirty_mb" => format!("{}\n", o.max_dirty_pages / 256),
+                    "max_rpcs_in_flight" => format!("{}\n", o.mrif),
+                    "ost_conn_uuid" => format!("{nid}\n"),
+                    "resend_count" => format!("{}\n", o.resend_count),
+                    "short_io_bytes" => format!("{}\n", o.short_io_bytes),
+                    "checksum_type" => stats::checksum_type_text(&o.checksum_type),
+                    "connect_flags" => {
+                        let mut s = format!("flags={:#x}\n", stats::DEFAULT_OSC_CONNECT_FLAGS);
+                        for f in stats::DEFAULT_OSC_CONNECT_FLAG_NAMES {
+                            s.push_str(f);
+                            s.push('\n');
+                        }
+                        s
+                    }
+                    "cur_grant_bytes" => format!("{}\n", o.avail_grant),
+                    "import" => stats::import_text(style, &self.import_info(o, &ost_uuid, &nid), &o.stats),
+                    "max_pages_per_rpc" => format!("{}\n", o.mppr),
+                    "osc_cached_mb" => stats::osc_cached_mb_text((o.cached_pages / 256) as i64, 0, 0),
+                    "osc_stats" => stats::osc_stats_text(style, now, o.osc_stats_init_ns, 0, 0),
+                    "ost_server_uuid" => format!("{ost_uuid}\t{}\n", if o.connected { "FULL" } else { "IDLE" }),
+                    "rpc_stats" => stats::rpc_stats_text(
+                        style,
+                        now,
+                        o.rpc_stats_init_ns,
+                        o.r_in_flight,
+                        o.w_in_flight,
+                        o.pending_w_pages,
+                        o.pending_r_pages,
+                        &o.hists,
+                    ),
+                    "state" => format!("current_state: {}\nstate_history:\n - [ {}, CONNECTING ]\n - [ {}, FULL ]\n", if o.connected { "FULL" } else { "IDLE" }, self.cfg.start_epoch_ns / 1_000_000_000, self.cfg.start_epoch_ns / 1_000_000_000),
+                    "unstable_stats" => stats::unstable_stats_text(0, 0),
+                    "stats" => o.stats.text(style, now),
+                    _ => return Err(ENOENT),
+                })
+            }
+            "llite" => {
+                if dev != self.llite_name(client) {
+                    return Err(ENOENT);
+                }
+                let c = &self.clients[client];
+                Ok(match param {
+                    "checksums" => format!("{}\n", u8::from(c.checksums)),
+                    "fast_read" => format!("{}\n", u8::from(c.fast_read)),
+                    "max_read_ahead_async_active" => format!("{}\n", c.ra_async_active),
+                    "max_read_ahead_mb" => format!("{}\n", c.ra_max_pages / 256),
+                    "max_read_ahead_per_file_mb" => format!("{}\n", c.ra_max_pages_per_file / 256),
+                    "max_read_ahead_whole_mb" => format!("{}\n", c.ra_max_read_ahead_whole_pages / 256),
+                    "read_ahead_async_file_threshold_mb" => format!("{}\n", c.ra_async_threshold_pages / 256),
+                    "read_ahead_range_kb" => format!("{}\n", c.ra_range_pages * 4),
+                    "statahead_max" => format!("{}\n", c.statahead_max),
+                    "max_cached_mb" => stats::max_cached_mb_text(
+                        1,
+                        (c.max_cached_pages / 256) as i64,
+                        (c.cached_pages / 256) as i64,
+                        (c.max_cached_pages.saturating_sub(c.cached_pages) / 256) as i64,
+                        c.reclaim_count,
+                        c.ra_max_pages / 256,
+                        (c.ra_inflight_pages / 256) as i32,
+                    ),
+                    "read_ahead_stats" => c.ra_stats.text(style, now),
+                    "stats" => c.stats.text(style, now),
+                    _ => return Err(ENOENT),
+                })
+            }
+            "mdc" => {
+                if dev != self.mdc_name(client) {
+                    return Err(ENOENT);
+                }
+                let c = &self.clients[client];
+                Ok(match param {
+                    "max_rpcs_in_flight" => format!("{}\n", c.mdc_rif),
+                    "max_mod_rpcs_in_flight" => format!("{}\n", c.mdc_mod_rif),
+                    _ => return Err(ENOENT),
+                })
+            }
+            _ => Err(ENOENT),
+        }
+    }
+
+    fn ost_nid(&self, ost: u32) -> String {
+        let oss = ost as usize / self.cfg.cluster.osts_per_oss;
+        format!("10.10.1.{}@tcp", 11 + oss)
+    }
+
+    fn import_info(&self, o: &crate::model::Osc, target: &str, nid: &str) -> ImportInfo {
+        let mut info = ImportInfo::new_osc(&o.name, target, nid);
+        info.state = if o.connected { ImportState::Full } else { ImportState::Idle };
+        info.inflight = o.r_in_flight + o.w_in_flight + o.other_in_flight;
+        info.idle_secs = ((self.now.saturating_sub(o.last_reply_ns)) / 1_000_000_000) as i64;
+        info.connect.max_brw_size = self.cfg.cluster.brw_size_bytes as u32;
+        info.connect.initial_grant = (2 * (self.cfg.cluster.brw_size_bytes + crate::model::EXTENT_TAX)) as u32;
+        info
+    }
+
+    /// Write `value` into a parameter file, as `echo value > file` would.
+    pub fn set_param(&mut self, client: usize, name: &str, value: &str) -> Result<(), i32> {
+        if client >= self.clients.len() {
+            return Err(ENOENT);
+        }
+        let ram_pages = self.clients[client].ram_pages;
+        if name == "max_dirty_mb" {
+            let v = kstrtoull(value, 10)?;
+            if v == 0 || v.saturating_mul(256) > ram_pages {
+                return Err(ERANGE);
+            }
+            self.clients[client].global_max_dirty_pages = v * 256;
+            return Ok(());
+        }
+        let (kind, dev, param) = Sim::split(name)?;
+        let now = self.epoch_ns();
+        let brw_pages = self.cfg.cluster.brw_size_bytes / PAGE;
+        match kind {
+            "osc" => {
+                let oi = self.find_osc(client, dev)?;
+                let o = &mut self.oscs[oi];
+                match param {
+                    "max_pages_per_rpc" => {
+                        if value.len() > 21 {
+                            return Err(EINVAL);
+                        }
+                        let mut v = sysfs_memparse(value, "B")?;
+                        if v >= 1 << 20 {
+                            v >>= 12; // a value of at least 1 MiB is in bytes
+                        }
+                        if v == 0 || v > brw_pages {
+                            return Err(ERANGE);
+                        }
+                        o.mppr = v;
+                        adjust_max_dirty(o, ram_pages);
+                    }
+                    "max_rpcs_in_flight" => {
+                        let v = kstrtouint(value, 0)?;
+                        if v == 0 || v > 256 {
+                            return Err(ERANGE);
+                        }
+                        o.mrif = v;
+                        adjust_max_dirty(o, ram_pages);
+                        self.kick(oi);
+                    }
+                    "max_dirty_mb" => {
+                        let v = kstrtoull(value, 10)?;
+                        let pages = v.checked_mul(256).ok_or(ERANGE)?;
+                        if pages >= 2048 * 256 || pages > ram_pages / 4 {
+                            return Err(ERANGE);
+                        }
+                        o.max_dirty_pages = pages;
+                        self.kick(oi);
+                    }
+                    "short_io_bytes" => {
+                        let v = if value.trim() == "-1" { 16384 } else { sysfs_memparse(value, "B")? };
+                        if v != 0 && !(64..=1 << 20).contains(&v) {
+                            return Err(ERANGE);
+                        }
+                        // clamped to what fits in an OST_IO request buffer
+                        o.short_io_bytes = v.min(65536 - 4096);
+                    }
+                    "checksums" => o.checksums = kstrtobool(value)?,
+                    "checksum_type" => {
+                        let v = value.trim_end_matches('\n');
+                        if !CHECKSUM_TYPES.contains(&v) {
+                            return Err(EINVAL);
+                        }
+                        o.checksum_type = v.to_string();
+                    }
+                    "resend_count" => o.resend_count = kstrtouint(value, 10)?,
+                    "grant_shrink_interval" => {
+                        let v = kstrtoll(value)?;
+                        if v <= 0 {
+                            return Err(ERANGE);
+                        }
+                        o.grant_shrink_interval = v;
+                    }
+                    "idle_timeout" => o.idle_timeout = kstrtouint(value, 10)?,
+                    "active" => {
+                        let v = kstrtouint(value, 10)?;
+                        if v > 1 {
+                            return Err(ERANGE);
+                        }
+                        o.active = v == 1;
+                        self.kick(oi);
+                    }
+                    "cur_grant_bytes" => {
+                        let v = sysfs_memparse(value, "B")?;
+                        if v < o.avail_grant {
+                            o.avail_grant = v; // shrink only; a larger value is a no-op
+                        }
+                    }
+                    "osc_cached_mb" => {
+                        let v = value.trim().strip_prefix("used_mb:").unwrap_or(value).trim();
+                        let _ = sysfs_memparse(v, "MiB")?;
+                    }
+                    "rpc_stats" => {
+                        o.hists.clear();
+                        o.rpc_stats_init_ns = now;
+                    }
+                    "osc_stats" => o.osc_stats_init_ns = now,
+                    "stats" => o.stats.clear(now),
+                    "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "connect_flags" | "import"
+                    | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
+                    _ => return Err(ENOENT),
+                }
+                Ok(())
+            }
+            "llite" => {
+                if dev != self.llite_name(client) {
+                    return Err(ENOENT);
+                }
+                let c = &mut self.clients[client];
+                let mb_pages = |v: &str| -> Result<u64, i32> { Ok(sysfs_memparse(v, "MiB")?.div_ceil(1 << 20) * 256) };
+                match param {
+                    "max_read_ahead_mb" => {
+                        let p = mb_pages(value)?;
+                        if p > c.ram_pages / 2 {
+                            return Err(ERANGE);
+                        }
+                        c.ra_max_pages = p;
+                    }
+                    "max_read_ahead_per_file_mb" => {
+                        let p = mb_pages(value)?;
+                        if p > c.ra_max_pages {
+                            return Err(ERANGE);
+                        }
+                        c.ra_max_pages_per_file = p;
+                    }
+                    "max_read_ahead_whole_mb" => {
+                        let p = mb_pages(value)?;
+                        if p > c.ra_max_pages_per_file {
+                            return Err(ERANGE);
+                        }
+                        c.ra_max_read_ahead_whole_pages = p;
+                    }
+                    "read_ahead_async_file_threshold_mb" => {
+                        let p = mb_pages(value)?;
+                        if p > c.ra_max_pages_per_file {
+                            return Err(ERANGE);
+                        }
+                        c.ra_async_threshold_pages = p;
+                    }
+                    "read_ahead_range_kb" => {
+                        let p = sysfs_memparse(value, "KiB")? / PAGE;
+                        if p == 0 || p > c.ra_max_pages_per_file {
+                            return Err(ERANGE);
+                        }
+                        c.ra_range_pages = p;
+                    }
+                    "max_read_ahead_async_active" => {
+                        let v = kstrtouint(value, 10)?;
+                        if v == 0 || v > 512 {
+                            return Err(ERANGE);
+                        }
+                        c.ra_async_active = v;
+                    }
+                    "checksums" => c.checksums = kstrtobool(value)?,
+                    "fast_read" => c.fast_read = kstrtobool(value)?,
+                    "statahead_max" => {
+                        let v = kstrtouint(value, 0)?;
+                        if v > 8192 {
+                            return Err(ERANGE);
+                        }
+                        c.statahead_max = v;
+                    }
+                    "max_cached_mb" => {
+                        let v = value.trim().strip_prefix("max_cached_mb:").unwrap_or(value).trim();
+                        let bytes = sysfs_memparse(v, "MiB")?;
+                        if bytes / PAGE > c.ram_pages {
+                            return Err(ERANGE);
+                        }
+                        c.max_cached_pages = (bytes / PAGE).max(64 * 256);
+                    }
+                    "read_ahead_stats" => c.ra_stats.clear(now),
+                    "stats" => c.stats.clear(now),
+                    _ => return Err(ENOENT),
+                }
+                Ok(())
+            }
+            "mdc" => {
+                if dev != self.mdc_name(client) {
+                    return Err(ENOENT);
+                }
+                let c = &mut self.clients[client];
+                let v = kstrtouint(value, 10)?;
+                match param {
+                    "max_rpcs_in_flight" => {
+                        if !(2..=512).contains(&v) {
+                            return Err(ERANGE);
+                        }
+                        c.mdc_rif = v;
+                        if c.mdc_mod_rif >= v {
+                            c.mdc_mod_rif = v - 1;
+                        }
+                    }
+                    "max_mod_rpcs_in_flight" => {
+                        if v == 0 || v >= c.mdc_rif {
+                            return Err(ERANGE);
+                        }
+                        c.mdc_mod_rif = v;
+                    }
+                    _ => return Err(ENOENT),
+                }
+                Ok(())
+            }
+            _ => Err(ENOENT),
+        }
+    }
+
+    /// Apply a device-less name (`osc.max_rpcs_in_flight`) to every matching device of every client.
+    pub fn set_everywhere(&mut self, name: &str, value: &str) -> Result<(), i32> {
+        let (kind, param) = name.split_once('.').ok_or(ENOENT)?;
+        for client in 0..self.clients.len() {
+            let devs: Vec<String> = match kind {
+                "osc" => self.clients[client].oscs.iter().map(|&o| self.oscs[o as usize].name.clone()).collect(),
+                "llite" => vec![self.llite_name(client)],
+                "mdc" => vec![self.mdc_name(client)],
+                _ => return Err(ENOENT),
+            };
+            for d in devs {
+                self.set_param(client, &format!("{kind}.{d}.{param}"), value)?;
+            }
+        }
+        Ok(())
+    }
+}
