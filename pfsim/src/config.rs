@@ -52,8 +52,10 @@ pub struct ClusterConfig {
     pub ost_write_latency_ns: u64,
     /// Extra access time of a request that does not continue a recent one (seek, FTL miss).
     pub ost_random_penalty_ns: u64,
-    /// Requests a device serves at once (NCQ depth; 1 for a disk with one actuator).
-    pub ost_queue_depth: usize,
+    /// Independent units a device serves in parallel (SSD channels; 1 for a disk).
+    pub ost_channels: usize,
+    /// Bytes of consecutive blocks on one channel before the next channel takes over.
+    pub ost_stripe_bytes: u64,
     pub ost_capacity_bytes: u64,
     /// OSS CPU time to handle one request (ptlrpc, ofd, osd), before any I/O.
     pub oss_service_ns: u64,
@@ -134,8 +136,8 @@ impl Config {
         if c.ost_kind != "ssd" && c.ost_kind != "hdd" {
             return Err(format!("ost_kind must be ssd or hdd, not {:?}", c.ost_kind));
         }
-        if c.oss_threads == 0 || c.ost_queue_depth == 0 {
-            return Err("oss_threads and ost_queue_depth must be at least 1".into());
+        if c.oss_threads == 0 || c.ost_channels == 0 || c.ost_stripe_bytes < 4096 {
+            return Err("oss_threads and ost_channels must be at least 1, ost_stripe at least 4 KiB".into());
         }
         if c.brw_size_bytes < 4096 || c.brw_size_bytes > 64 << 20 || !c.brw_size_bytes.is_power_of_two() {
             return Err("brw_size must be a power of two between 4 KiB and 64 MiB".into());

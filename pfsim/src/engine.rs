@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::config::{Config, JobConfig};
-use crate::device::{transfer, Device, DiskReq, Link};
+use crate::device::{transfer, Device, Link};
 use crate::model::*;
 use crate::rng::Rng;
 use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHists, TextStyle};
@@ -21,10 +21,6 @@ enum Ev {
     ChunkReady(u32, u32),
     /// An RPC reaches the next step of its life (see `RpcPhase`).
     Rpc(u32),
-    /// A device's next transfer may be complete (ost, generation).
-    Disk(u32, u64),
-    /// A device access time is over for this RPC: it starts moving data.
-    DiskStart(u32),
     /// The kernel flusher of a client.
     Flusher(u32),
 }
@@ -112,7 +108,16 @@ impl Sim {
             jobs: cfg.jobs.clone(),
             oss: (0..c.oss).map(|_| Oss { free_threads: c.oss_threads, ..Default::default() }).collect(),
             devices: (0..n_ost)
-                .map(|_| Device::new(c.ost_queue_depth, c.ost_random_penalty_ns, c.ost_kind == "hdd"))
+                .map(|_| {
+                    Device::new(
+                        c.ost_channels,
+                        c.ost_stripe_bytes,
+                        c.ost_read_bw_bps,
+                        c.ost_write_bw_bps,
+                        (c.ost_read_latency_ns, c.ost_write_latency_ns),
+                        c.ost_random_penalty_ns,
+                    )
+                })
                 .collect(),
             client_up: vec![Link::default(); c.clients],
             client_down: vec![Link::default(); c.clients],
@@ -139,6 +144,7 @@ impl Sim {
                 cpus: c.client_cpus,
                 oscs: Vec::new(),
                 cpu_free_at: 0,
+                ra_workers: vec![0; (c.client_cpus / 2).max(1) as usize],
                 ra_max_pages: ra_max,
                 ra_max_pages_per_file: ra_file,
                 ra_max_read_ahead_whole_pages: (brw_pages.max(512)).min(ra_file),
@@ -318,14 +324,6 @@ impl Sim {
                     self.check_rpcs(osc);
                 }
                 Ev::Rpc(id) => self.on_rpc(id),
-                Ev::Disk(ost, gen) => self.on_disk(ost, gen),
-                Ev::DiskStart(id) => {
-                    let rpc = self.rpc(id);
-                    let ost = self.oscs[rpc.osc as usize].ost as usize;
-                    let work = rpc.work_ns;
-                    self.devices[ost].start_transfer(self.now, id, work);
-                    self.arm_disk(ost as u32);
-                }
                 Ev::Flusher(ci) => self.on_flusher(ci),
             }
         }
@@ -335,10 +333,6 @@ impl Sim {
     /// Wall-clock time of the simulated cluster (for stats headers).
     pub fn epoch_ns(&self) -> u64 {
         self.cfg.start_epoch_ns + self.now
-    }
-
-    fn rpc(&self, id: u32) -> &Rpc {
-        self.rpcs[id as usize].as_ref().expect("live rpc")
     }
 
     fn chunk(&self, id: u32) -> &ReadChunk {
@@ -700,7 +694,8 @@ impl Sim {
         ras.next_page = Some(p1 + 1);
         let window = ras.window;
         let ra_from = ras.ra_next.max(p1 + 1);
-        let ra_to = (p1 + window).min(fsize_pages - 1);
+        // the window ends on an RPC boundary so read-ahead forms whole RPCs
+        let ra_to = ((p1 + window + 1) / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
         if not_consecutive {
             self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
         }
@@ -774,21 +769,28 @@ impl Sim {
                 }
             }
         }
-        // submit: page set-up is done by the reading thread, an RPC chunk leaves as soon as
-        // its pages are ready, so small RPCs overlap set-up with I/O and large ones do not
+        // submit: the reading thread sets up the pages it needs itself, and an RPC chunk leaves
+        // as soon as its pages are ready, so small RPCs overlap set-up with I/O and large ones
+        // do not; read-ahead pages are set up by the async read-ahead workers
         let c = &self.cfg.cluster;
         let mut t = self.now + c.client_syscall_ns;
         let page_ns = c.client_page_ns;
-        for (runs, ra) in [(sync_runs, false), (ra_runs, true)] {
-            for (s, e) in runs {
-                for (ch, pages) in self.make_chunks(client, file as u32, s, e, ra, if ra { None } else { Some(tid) }) {
-                    t += pages * page_ns;
-                    if !ra {
-                        waits += 1;
-                    }
-                    let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
-                    self.schedule(t, Ev::ChunkReady(osc, ch));
-                }
+        for (s, e) in sync_runs {
+            for (ch, pages) in self.make_chunks(client, file as u32, s, e, false, Some(tid)) {
+                t += pages * page_ns;
+                waits += 1;
+                let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
+                self.schedule(t, Ev::ChunkReady(osc, ch));
+            }
+        }
+        for (s, e) in ra_runs {
+            for (ch, pages) in self.make_chunks(client, file as u32, s, e, true, None) {
+                let workers = &mut self.clients[client].ra_workers;
+                let w = (0..workers.len()).min_by_key(|&i| workers[i]).expect("at least one worker");
+                workers[w] = workers[w].max(self.now) + pages * page_ns;
+                let ready = workers[w];
+                let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
+                self.schedule(ready, Ev::ChunkReady(osc, ch));
             }
         }
         let copy = npages * COPY_NS_PER_PAGE;
@@ -815,7 +817,9 @@ impl Sim {
             let (stripe, obj_page) = f.map(p);
             let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
             let mppr = self.oscs[osc_i as usize].mppr;
-            let last = e.min(f.chunk_end(p)).min(p + mppr - 1);
+            // pieces end on max_pages_per_rpc boundaries of the object, as the read-ahead window
+            // is aligned to RPCs
+            let last = e.min(f.chunk_end(p)).min(p + (mppr - 1 - obj_page % mppr));
             let pages = last - p + 1;
             let chunk = ReadChunk {
                 file,
@@ -857,7 +861,7 @@ impl Sim {
                 return;
             }
             let in_flight = osc.r_in_flight + osc.w_in_flight;
-            if in_flight >= osc.mrif + 1 {
+            if in_flight > osc.mrif {
                 return;
             }
             let sent_write = self.try_write_rpc(osc_i);
@@ -911,7 +915,6 @@ impl Sim {
             chunks: ids,
             sync_waiters: Vec::new(),
             files: Vec::new(),
-            work_ns: 0.0,
         });
         self.send_rpc(id);
         true
@@ -996,7 +999,6 @@ impl Sim {
             chunks: Vec::new(),
             sync_waiters,
             files,
-            work_ns: 0.0,
         });
         self.send_rpc(id);
         true
@@ -1088,7 +1090,7 @@ impl Sim {
                 }
             }
             RpcPhase::Disk => {
-                if !rpc.write && !(bytes <= self.oscs[rpc.osc as usize].short_io_bytes) {
+                if !rpc.write && bytes > self.oscs[rpc.osc as usize].short_io_bytes {
                     // bulk PUT to the client
                     let s = &mut self.oss[oss];
                     let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, c.net_bandwidth_bps);
@@ -1103,44 +1105,9 @@ impl Sim {
     }
 
     fn submit_disk(&mut self, id: u32, ost: usize, rpc: &Rpc) {
-        let c = &self.cfg.cluster;
-        let bytes = rpc.pages * PAGE;
-        let (bw, access) = if rpc.write {
-            (c.ost_write_bw_bps, c.ost_write_latency_ns)
-        } else {
-            (c.ost_read_bw_bps, c.ost_read_latency_ns)
-        };
-        let work = bytes as f64 * 1e9 / bw;
-        let r = self.rpcs[id as usize].as_mut().expect("rpc");
-        r.phase = RpcPhase::Disk;
-        r.work_ns = work;
-        let req = DiskReq { rpc: id, work_ns: work, access_ns: access, obj: rpc.obj, start: rpc.start_page, end: rpc.end_page + 1 };
-        let started = self.devices[ost].submit(self.now, req);
-        for (rid, acc, _) in started {
-            self.schedule(self.now + acc, Ev::DiskStart(rid));
-        }
-    }
-
-    fn arm_disk(&mut self, ost: u32) {
-        let d = &self.devices[ost as usize];
-        if let Some(t) = d.next_completion() {
-            let gen = d.generation;
-            self.schedule(t, Ev::Disk(ost, gen));
-        }
-    }
-
-    fn on_disk(&mut self, ost: u32, gen: u64) {
-        if self.devices[ost as usize].generation != gen {
-            return; // superseded by a later arrival or completion
-        }
-        let (done, started) = self.devices[ost as usize].complete(self.now);
-        for (rid, acc, _) in started {
-            self.schedule(self.now + acc, Ev::DiskStart(rid));
-        }
-        for id in done {
-            self.schedule(self.now, Ev::Rpc(id));
-        }
-        self.arm_disk(ost);
+        let done = self.devices[ost].submit(self.now, rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
+        self.rpcs[id as usize].as_mut().expect("rpc").phase = RpcPhase::Disk;
+        self.schedule(done, Ev::Rpc(id));
     }
 
     /// The service thread sends the reply and takes the next queued request.
@@ -1334,9 +1301,8 @@ pub fn interval_insert(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
     let mut ns = s;
     let mut ne = e;
     let mut covered = 0;
-    let lo = s.saturating_sub(1);
     let mut remove = Vec::new();
-    if let Some((&a, &b)) = set.range(..=lo).next_back() {
+    if let Some((&a, &b)) = set.range(..s).next_back() {
         if b + 1 >= s {
             remove.push(a);
         }

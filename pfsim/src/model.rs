@@ -152,6 +152,8 @@ pub struct Client {
     pub oscs: Vec<u32>,
     /// ptlrpcd: RPC build/send/interpret work is serialised on it.
     pub cpu_free_at: u64,
+    /// Read-ahead workers (max_read_ahead_async_active): when each is next free.
+    pub ra_workers: Vec<u64>,
     // llite tunables (pages where Lustre keeps pages)
     pub ra_max_pages: u64,
     pub ra_max_pages_per_file: u64,
@@ -283,5 +285,4 @@ pub struct Rpc {
     pub chunks: Vec<u32>,
     pub sync_waiters: Vec<u32>,
     pub files: Vec<(u32, u64)>,
-    pub work_ns: f64,
 }

@@ -392,6 +392,7 @@ impl Sim {
                             return Err(ERANGE);
                         }
                         c.ra_async_active = v;
+                        c.ra_workers.resize(v as usize, 0);
                     }
                     "checksums" => c.checksums = kstrtobool(value)?,
                     "fast_read" => c.fast_read = kstrtobool(value)?,

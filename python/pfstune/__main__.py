@@ -1,0 +1,9 @@
+"""Allow ``python -m pfstune``; the same entry point as the ``pfstune`` console script."""
+
+from __future__ import annotations
+
+import sys
+
+from pfstune.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The command line: one module per subcommand, wired together by :mod:`pfstune.cli.main`."""

@@ -1,0 +1,62 @@
+"""Arguments shared by the commands that run a scenario: SCENARIO, --seed, --duration, --set."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pfstune.errors import UserError
+from pfstune.sim.scenario import TUNABLES
+from pfstune.units import parse_duration
+
+
+def _duration(text: str) -> str:
+    try:
+        parse_duration(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def tunable_name(name: str) -> str:
+    """Return ``name`` if it is a tunable a scenario may set, else raise ArgumentTypeError."""
+    if name not in TUNABLES:
+        raise argparse.ArgumentTypeError(f"unknown tunable {name!r}; known: {', '.join(TUNABLES)}")
+    return name
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. osc.max_pages_per_rpc=64)")
+    return tunable_name(name), value
+
+
+def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the SCENARIO argument and the options that override parts of the scenario."""
+    parser.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
+    parser.add_argument("--seed", type=int, metavar="N", help="random seed (default: the scenario's)")
+    parser.add_argument(
+        "--duration", type=_duration, metavar="D", help="simulated duration, e.g. 20s (default: the scenario's)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="tunables",
+        type=_assignment,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="initial tunable on every matching device, e.g. osc.max_pages_per_rpc=64 (repeatable)",
+    )
+
+
+def scenario_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The partial scenario document that the options of :func:`add_scenario_arguments` give."""
+    overrides: dict[str, Any] = {}
+    if args.seed is not None:
+        overrides["seed"] = args.seed
+    if args.duration is not None:
+        overrides["duration"] = args.duration
+    if args.tunables:
+        overrides["tunables"] = dict(args.tunables)
+    return overrides

@@ -1,0 +1,59 @@
+"""The ``pfstune`` command: builds the argument parser from the subcommand modules and
+dispatches to them.
+
+Every subcommand module has ``setup_parser(subparsers)``, which registers its parser and sets
+``func``, and ``main(args) -> int``.  A :class:`~pfstune.errors.UserError` becomes one line
+``pfstune: error: <message>`` on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pfstune import __version__
+from pfstune.cli import demo, sim_presets, sim_run, sim_serve, sim_sweep
+from pfstune.errors import PfstuneError, UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``pfstune`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="pfstune",
+        description=(
+            "Tune the I/O path of parallel file systems (Lustre) while applications run, "
+            "and study tuners on a simulated cluster."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"pfstune {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    demo.setup_parser(commands)
+    sim = commands.add_parser(
+        "sim",
+        help="run, sweep and serve simulated Lustre clusters",
+        description=(
+            "Simulate a Lustre cluster described by a scenario file (pfsim core): run it once, "
+            "sweep static configurations, or serve one client's /sys and /proc tree live."
+        ),
+    )
+    sim_commands = sim.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for module in (sim_run, sim_sweep, sim_serve, sim_presets):
+        module.setup_parser(sim_commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pfstune`` command line with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.func(args)
+    except UserError as err:
+        print(f"pfstune: error: {err}", file=sys.stderr)
+        return 2
+    except PfstuneError as err:
+        print(f"pfstune: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return status

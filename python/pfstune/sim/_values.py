@@ -1,0 +1,71 @@
+"""Converters that check one value of a scenario or preset field and return it converted.
+
+Each raises :class:`~pfstune.errors.UserError` with a message about the value only; the caller
+adds where it was (file and key path).
+
+>>> from pfstune.units import parse_size
+>>> integer(1)(5), positive(parse_size)("1m"), choice("OST kind", "ssd", "hdd")("ssd")
+(5, 1048576, 'ssd')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from pfstune.errors import UserError
+
+__all__ = ["boolean", "choice", "integer", "positive", "text"]
+
+_Number = TypeVar("_Number", int, float)
+
+
+def integer(low: int, high: int | None = None) -> Callable[[object], int]:
+    """An integer (not a bool) from ``low`` to ``high`` (unbounded when None)."""
+
+    def convert(value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UserError(f"expected an integer, not {value!r}")
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"from {low} to {high}"
+            raise UserError(f"{value} is out of range (expected {bound})")
+        return value
+
+    return convert
+
+
+def positive(parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
+    """What ``parse`` returns (a size, rate or duration), refused when zero."""
+
+    def convert(value: object) -> _Number:
+        result = parse(value)
+        if result <= 0:
+            raise UserError(f"{value!r} must be larger than zero")
+        return result
+
+    return convert
+
+
+def choice(what: str, *options: str) -> Callable[[object], str]:
+    """One of ``options``; ``what`` names the kind of value in the error."""
+
+    def convert(value: object) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise UserError(f"{value!r} is not an {what} ({' or '.join(options)})")
+        return value
+
+    return convert
+
+
+def boolean(value: object) -> bool:
+    """``true`` or ``false`` (YAML booleans only; ``1`` or ``"yes please"`` are refused)."""
+    if not isinstance(value, bool):
+        raise UserError(f"expected true or false, not {value!r}")
+    return value
+
+
+def text(value: object) -> str:
+    """A non-blank string."""
+    if not isinstance(value, str) or not value.strip():
+        raise UserError(f"expected a non-empty string, not {value!r}")
+    return value

@@ -1,0 +1,162 @@
+"""A typed wrapper around the compiled simulator core, ``pfstune._pfsim``.
+
+This is the only module that imports the core.  :class:`Engine` builds a simulation from a
+:class:`~pfstune.sim.scenario.Scenario`, advances it in probe-interval steps, reads and writes
+parameters by their lctl names (``osc.hasanfs-OST0000-osc-ffff9fe9d28c3000.max_rpcs_in_flight``),
+and summarises a run as the ``pfstune sim run --json`` dictionary.
+
+Example::
+
+    engine = Engine(load_scenario("rnd_r_1_io_16m.yaml"))
+    engine.set_all("osc.max_rpcs_in_flight", "32")   # every OSC of every client; returns the count
+    engine.run()                                     # to the end of the scenario
+    print(engine.result()["mbps"])
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple, TypedDict
+
+from pfstune._pfsim import Simulation
+from pfstune.errors import ScenarioError, UserError
+from pfstune.sim.scenario import Scenario
+
+#: ``progress(now_ns, end_ns)``, called after every probe-interval step of :meth:`Engine.run`.
+ProgressCallback = Callable[[int, int], None]
+
+
+class ClientInfo(TypedDict):
+    """One simulated client and the Lustre device names of its mount."""
+
+    index: int
+    hostname: str
+    llite: str
+    osc: list[str]
+    mdc: list[str]
+
+
+class Param(NamedTuple):
+    """One parameter file of a client's tree."""
+
+    path: str  # relative to the tree root, e.g. "sys/fs/lustre/osc/<dev>/max_rpcs_in_flight"
+    name: str  # lctl name, e.g. "osc.<dev>.max_rpcs_in_flight"
+    writable: bool
+
+
+class Engine:
+    """One simulation run of a scenario.
+
+    Lifecycle: construct (the scenario's tunables are applied to every matching device at
+    t = 0), then alternate :meth:`run` with reads (:meth:`get_param`) and writes
+    (:meth:`set_param`, :meth:`set_all`) as a tuner would, then read :meth:`result`.
+    """
+
+    def __init__(self, scenario: Scenario) -> None:
+        """Start a simulation of ``scenario``.
+
+        The core checks what only it can (tunable ranges, e.g. ``max_rpcs_in_flight: 0``); what
+        it refuses becomes a :class:`ScenarioError` naming the scenario file.
+        """
+        self.scenario = scenario
+        self._names: dict[int, list[str]] = {}
+        self._wall_ns = 0
+        try:
+            self._sim = Simulation(json.dumps(scenario.to_engine_config()))
+        except ValueError as err:
+            raise ScenarioError(f"{scenario.source}: {err}") from None
+
+    @property
+    def now_ns(self) -> int:
+        """Current simulated time in nanoseconds since the start of the scenario."""
+        return int(self._sim.now_ns)
+
+    @property
+    def events(self) -> int:
+        """Number of events the core has processed so far."""
+        return int(self._sim.events)
+
+    def run(self, until_ns: int | None = None, progress: ProgressCallback | None = None) -> None:
+        """Advance simulated time to ``until_ns`` (default: the scenario duration).
+
+        Time advances in steps that end on multiples of the probe interval, and ``progress`` is
+        called after each step.  Wall time spent here is what :meth:`result` reports.
+        """
+        end_ns = self.scenario.duration_ns if until_ns is None else until_ns
+        step = self.scenario.probe_interval_ns
+        while (now := self.now_ns) < end_ns:
+            target = min(end_ns, (now // step + 1) * step)
+            started = time.perf_counter_ns()
+            self._sim.run_until(target)
+            self._wall_ns += time.perf_counter_ns() - started
+            if progress is not None:
+                progress(target, end_ns)
+
+    def clients(self) -> list[ClientInfo]:
+        """The simulated clients with their hostnames and device names."""
+        return list(self._sim.clients())
+
+    def list_params(self, client: int) -> list[Param]:
+        """Every parameter file of ``client``'s tree: relative path, lctl name, writability."""
+        return [Param(*entry) for entry in self._sim.list_params(client)]
+
+    def get_param(self, client: int, name: str) -> str:
+        """The exact text of a parameter file (``name`` is an lctl name with the exact device)."""
+        return str(self._sim.get_param(client, name))
+
+    def set_param(self, client: int, name: str, value: str) -> None:
+        """Write ``value`` to a parameter; raises OSError (ERANGE, EINVAL, ...) as the kernel would."""
+        self._sim.set_param(client, name, value)
+
+    def set_all(self, name: str, value: str) -> int:
+        """Write ``value`` to every device of every client matching ``name`` and return how many.
+
+        ``name`` is an lctl name without the device, e.g. ``osc.max_pages_per_rpc`` sets
+        ``osc.*.max_pages_per_rpc``.  Raises :class:`UserError` if nothing matches and
+        OSError if the core refuses the value.
+        """
+        kind, _, param = name.partition(".")
+        pattern = f"{kind}.*.{param}"
+        count = 0
+        for client in range(self.scenario.cluster["clients"]):
+            if client not in self._names:
+                self._names[client] = [p.name for p in self.list_params(client)]
+            for lctl_name in fnmatch.filter(self._names[client], pattern):
+                self.set_param(client, lctl_name, value)
+                count += 1
+        if count == 0:
+            raise UserError(f"no simulated parameter matches {pattern!r}")
+        return count
+
+    def totals(self) -> dict[str, int]:
+        """Whole-run counters of all clients: sim_ns, events, app and OSC bytes read and written."""
+        return {key: int(value) for key, value in self._sim.totals().items()}
+
+    def result(self) -> dict[str, Any]:
+        """The run summary printed by ``pfstune sim run --json`` (MB = 10^6 bytes).
+
+        ``mbps`` counts application bytes read and written per simulated second, ``osc_mbps``
+        the bytes carried by OSC RPCs; ``speedup`` is simulated seconds per wall second.
+        """
+        totals = self.totals()
+        sim_seconds = totals["sim_ns"] / 1e9
+        wall_seconds = self._wall_ns / 1e9
+
+        def mbps(nbytes: int) -> float:
+            return nbytes / sim_seconds / 1e6 if sim_seconds else 0.0
+
+        return {
+            "scenario": self.scenario.name,
+            "sim_seconds": sim_seconds,
+            "wall_seconds": wall_seconds,
+            "events": totals["events"],
+            "mbps": mbps(totals["app_read_bytes"] + totals["app_write_bytes"]),
+            "read_mbps": mbps(totals["app_read_bytes"]),
+            "write_mbps": mbps(totals["app_write_bytes"]),
+            "osc_mbps": mbps(totals["osc_read_bytes"] + totals["osc_write_bytes"]),
+            "events_per_second": totals["events"] / wall_seconds if wall_seconds else 0.0,
+            "speedup": sim_seconds / wall_seconds if wall_seconds else 0.0,
+        }

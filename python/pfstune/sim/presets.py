@@ -1,0 +1,130 @@
+"""Cluster presets: the physical parameters of a simulated Lustre cluster, as plain data.
+
+A scenario names a preset (``cluster: {preset: cloudlab-c6525}``) and may override any of its
+fields (``clients: 2``, ``ost_read_bw: 450m``).  :data:`PRESETS` holds the values and
+:data:`FIELDS` declares, once, the kind of every field and the key it becomes in the engine
+configuration, so that validation, conversion and ``pfstune sim presets`` all read one table.
+
+Units: sizes (``client_ram``, ``ost_capacity``, ``brw_size``) are binary (``128g`` = 128 GiB);
+**bandwidths are decimal bytes per second** (``500m`` = 500 MB/s = 5e8 B/s, the way drive and
+NIC data sheets state them); latencies and costs are durations (``25us``).  See
+:mod:`pfstune.units`.
+
+>>> resolve_field("net_bandwidth", "2800m")
+('net_bandwidth_bps', 2800000000.0)
+>>> resolve_field("net_latency", "25us")
+('net_latency_ns', 25000)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pfstune.errors import UserError
+from pfstune.sim._values import choice, integer, positive, text
+from pfstune.units import parse_duration, parse_rate, parse_size
+
+# The simulator author's numbers; tune them here and nowhere else.
+# fmt: off
+PRESETS: dict[str, dict[str, Any]] = {
+    # DIAL testbed, seed 000 Table I: 5 clients, 4 OSS x 2 SATA-SSD OSTs, 25 GbE, 128 GiB RAM,
+    # Lustre 2.15.5.
+    "cloudlab-c6525": dict(
+        description=(
+            "CloudLab c6525-25g (DIAL, seed 000 Table I): 16-core AMD 7302P, 128 GB RAM, "
+            "2x480 GB SATA SSD, 25 GbE"
+        ),
+        lustre_version="2.15.5", fsname="hasanfs", clients=5, client_ram="128g", client_cpus=16,
+        oss=4, osts_per_oss=2, oss_threads=256,
+        net_bandwidth="2800m", net_latency="25us",
+        ost_kind="ssd", ost_read_bw="500m", ost_write_bw="300m", ost_read_latency="20us",
+        ost_write_latency="20us", ost_random_penalty="400us", ost_channels=8, ost_stripe="128k",
+        ost_capacity="440g",
+        oss_service_time="20us", client_rpc_cost="12us", client_page_cost="10us",
+        client_syscall_cost="20us",
+        brw_size="4m",
+    ),
+    # IOPathTune testbed (seed 001): 1 MDS, 4 OSS, 5 clients; 2x Xeon Silver 4114, 192 GB RAM,
+    # 1 TB 7200 rpm HDD OSTs, 10 GbE, Lustre 2.12.5.
+    "cloudlab-c220g5": dict(
+        description=(
+            "CloudLab c220g5 (IOPathTune, seed 001): 20-core Xeon Silver 4114, 192 GB RAM, "
+            "1 TB 7200 rpm HDD, 10 GbE"
+        ),
+        lustre_version="2.15.5", fsname="lustre", clients=5, client_ram="192g", client_cpus=20,
+        oss=4, osts_per_oss=1, oss_threads=128,
+        net_bandwidth="1150m", net_latency="30us",
+        ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
+        ost_write_latency="200us", ost_random_penalty="8ms", ost_channels=1, ost_stripe="1m",
+        ost_capacity="1000g",
+        oss_service_time="25us", client_rpc_cost="15us", client_page_cost="10us",
+        client_syscall_cost="20us",
+        brw_size="4m",
+    ),
+}
+# fmt: on
+
+DEFAULT_PRESET = "cloudlab-c6525"
+
+
+def _fsname(value: object) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,8}", value):
+        raise UserError(f"{value!r} is not a Lustre fsname (1 to 8 letters, digits, '_' or '-')")
+    return value
+
+
+def _brw_size(value: object) -> int:
+    size = parse_size(value)
+    if size & (size - 1) or not 4096 <= size <= 64 << 20:
+        raise UserError(f"{value!r}: brw_size must be a power of two from 4k to 64m")
+    return size
+
+
+@dataclass(frozen=True)
+class Field:
+    """One preset field: how to check and convert its value, and its engine config key."""
+
+    convert: Callable[[object], object]
+    engine_key: str | None  # None: descriptive only, not passed to the engine
+
+
+FIELDS: dict[str, Field] = {
+    "description": Field(text, None),
+    "lustre_version": Field(text, "lustre_version"),
+    "fsname": Field(_fsname, "fsname"),
+    "clients": Field(integer(1), "clients"),
+    "client_ram": Field(positive(parse_size), "client_ram_bytes"),
+    "client_cpus": Field(integer(1), "client_cpus"),
+    "oss": Field(integer(1), "oss"),
+    "osts_per_oss": Field(integer(1), "osts_per_oss"),
+    "oss_threads": Field(integer(1), "oss_threads"),
+    "net_bandwidth": Field(positive(parse_rate), "net_bandwidth_bps"),
+    "net_latency": Field(parse_duration, "net_latency_ns"),
+    "ost_kind": Field(choice("OST kind", "ssd", "hdd"), "ost_kind"),
+    "ost_read_bw": Field(positive(parse_rate), "ost_read_bw_bps"),
+    "ost_write_bw": Field(positive(parse_rate), "ost_write_bw_bps"),
+    "ost_read_latency": Field(parse_duration, "ost_read_latency_ns"),
+    "ost_write_latency": Field(parse_duration, "ost_write_latency_ns"),
+    "ost_random_penalty": Field(parse_duration, "ost_random_penalty_ns"),
+    "ost_channels": Field(integer(1), "ost_channels"),
+    "ost_stripe": Field(positive(parse_size), "ost_stripe_bytes"),
+    "ost_capacity": Field(positive(parse_size), "ost_capacity_bytes"),
+    "oss_service_time": Field(parse_duration, "oss_service_ns"),
+    "client_rpc_cost": Field(parse_duration, "client_rpc_ns"),
+    "client_page_cost": Field(parse_duration, "client_page_ns"),
+    "client_syscall_cost": Field(parse_duration, "client_syscall_ns"),
+    "brw_size": Field(_brw_size, "brw_size_bytes"),
+}
+
+
+def resolve_field(field: str, value: object) -> tuple[str | None, object]:
+    """Check one preset field's value and return ``(engine key, converted value)``.
+
+    Raises :class:`~pfstune.errors.UserError` (without location; the caller adds it) when the
+    value is invalid, and :class:`KeyError` when ``field`` is not a preset field.
+    """
+    spec = FIELDS[field]
+    return spec.engine_key, spec.convert(value)

@@ -1,0 +1,486 @@
+"""Scenario files: a simulated cluster, its initial tunables, and the jobs that run on it.
+
+A scenario is a YAML file (examples in ``shared/scenarios/``)::
+
+    name: rnd_r_1_io_1m          # required
+    seed: 7                      # default 0
+    duration: 320s               # required
+    probe_interval: 0.5s         # default 0.5s
+    cluster:                     # default: preset cloudlab-c6525, unchanged
+      preset: cloudlab-c6525     # see pfstune.sim.presets; `pfstune sim presets` lists them
+      clients: 5                 # any preset field can be overridden
+    tunables:                    # initial value on every matching device; Lustre defaults where absent
+      osc.max_pages_per_rpc: 1024
+      osc.max_rpcs_in_flight: 8
+    jobs:                        # required, at least one
+      - name: reader             # required, unique
+        client: 0                # required: `client: N` or `clients: [0, 1, 2]`
+        workload: filebench.randomread   # required
+        iosize: 1m               # default 1m  (sizes are binary: 1m = 1 MiB)
+        filesize: 5g             # default 1g
+        threads: 1               # default 1; each thread has its own file
+        stripe_count: 1          # default 1; -1 = all OSTs
+        stripe_size: 1m          # default 1m; a multiple of 64 KiB
+        start: 0s                # default 0s
+        stop: 320s               # default: the scenario duration
+        fsync: false             # default false
+
+``ior`` jobs take IOR's own names instead of ``iosize``/``filesize``/``threads``: ``api``
+(posix|mpiio, default posix), ``processes`` (1), ``transfer`` (256k), ``block`` (1m, a multiple
+of ``transfer``), ``segments`` (1), ``file_per_process`` (false), ``random`` (false), plus the
+common ``fsync``, striping, ``start`` and ``stop`` keys.
+
+Validation is strict: an unknown key at any level, a missing required key, a bad size or
+duration, an out-of-range client, an unknown workload or tunable, ``stop <= start`` or a YAML
+syntax error raises :class:`~pfstune.errors.ScenarioError` with a one-line message naming the
+file and the key path, e.g. ``scenario.yaml: jobs[1]: unknown key 'iosze' (did you mean
+'iosize'?)``.
+
+>>> s = parse_scenario('''
+... name: demo
+... duration: 20s
+... jobs: [{name: r, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 1g}]
+... ''', source="demo.yaml", overrides={"seed": 3, "tunables": {"osc.max_rpcs_in_flight": 32}})
+>>> config = s.to_engine_config()
+>>> config["seed"], config["tunables"], config["jobs"][0]["iosize"], config["cluster"]["clients"]
+(3, {'osc.max_rpcs_in_flight': '32'}, 16777216, 5)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from pfstune.errors import ScenarioError, UserError
+from pfstune.sim._values import boolean, choice, integer, positive, text
+from pfstune.sim.presets import DEFAULT_PRESET, FIELDS, PRESETS, resolve_field
+from pfstune.units import parse_duration, parse_size
+
+#: Simulated wall-clock time at t = 0 (2024-06-10), fixed so that output is deterministic.
+START_EPOCH_NS = 1_718_000_000 * 10**9
+
+#: Tunables a scenario may set at t = 0, as lctl names without the device part.
+TUNABLES = (
+    "osc.max_pages_per_rpc",
+    "osc.max_rpcs_in_flight",
+    "osc.max_dirty_mb",
+    "osc.short_io_bytes",
+    "osc.checksums",
+    "llite.max_read_ahead_mb",
+    "llite.max_read_ahead_per_file_mb",
+    "llite.max_read_ahead_whole_mb",
+    "llite.max_cached_mb",
+)
+
+FILEBENCH_WORKLOADS = tuple(
+    f"filebench.{p}"
+    for p in (
+        "seqread",
+        "seqwrite",
+        "randomread",
+        "randomwrite",
+        "randomrw",
+        "seqrw",
+        "wholefileread",
+        "wholefilewrite",
+        "wholefilerw",
+    )
+)
+WORKLOADS = (*FILEBENCH_WORKLOADS, "ior")
+#: Workloads of the scenario format that the simulator does not implement yet.
+LATER_WORKLOADS = ("h5bench.vpic", "h5bench.bdcats", "dlio")
+
+_TOP_KEYS = ("name", "seed", "duration", "probe_interval", "cluster", "tunables", "jobs")
+_COMMON_JOB_KEYS = (
+    "name",
+    "client",
+    "clients",
+    "workload",
+    "stripe_count",
+    "stripe_size",
+    "start",
+    "stop",
+    "fsync",
+)
+_FILEBENCH_KEYS = ("threads", "iosize", "filesize")
+_IOR_KEYS = ("api", "processes", "transfer", "block", "segments", "file_per_process", "random")
+#: What an ior job uses instead of each filebench-style key.
+_IOR_INSTEAD = {"iosize": "transfer", "filesize": "block and segments", "threads": "processes"}
+
+_T = TypeVar("_T")
+_REQUIRED: Any = object()
+
+
+@dataclass(frozen=True)
+class IorOptions:
+    """The IOR parameters of an ``ior`` job (sizes in bytes)."""
+
+    api: str
+    processes: int
+    transfer: int
+    block: int
+    segments: int
+    file_per_process: bool
+    random: bool
+    fsync: bool
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a scenario, fully resolved (sizes in bytes, times in ns, defaults filled in).
+
+    For ``ior`` jobs ``threads``, ``iosize`` and ``filesize`` are derived from :attr:`ior`
+    (processes, transfer, and the size of each file) so the engine reads them uniformly.
+    """
+
+    name: str
+    clients: tuple[int, ...]
+    workload: str
+    threads: int
+    iosize: int
+    filesize: int
+    stripe_count: int
+    stripe_size: int
+    start_ns: int
+    stop_ns: int
+    fsync: bool
+    ior: IorOptions | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario.  Build one with :func:`load_scenario` or :func:`parse_scenario`."""
+
+    name: str
+    source: str
+    seed: int
+    duration_ns: int
+    probe_interval_ns: int
+    preset: str
+    cluster: dict[str, Any]
+    tunables: dict[str, str]
+    jobs: tuple[Job, ...]
+
+    def to_engine_config(self) -> dict[str, Any]:
+        """Return the resolved configuration the simulator core consumes (a JSON-ready dict).
+
+        Sizes are bytes, times nanoseconds, bandwidths bytes per second; the preset is expanded
+        and overridden; tunable values are the strings that would be written to Lustre's files.
+        """
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "duration_ns": self.duration_ns,
+            "probe_interval_ns": self.probe_interval_ns,
+            "start_epoch_ns": START_EPOCH_NS,
+            "cluster": dict(self.cluster),
+            "tunables": dict(self.tunables),
+            "jobs": [
+                {
+                    "name": job.name,
+                    "clients": list(job.clients),
+                    "workload": job.workload,
+                    "threads": job.threads,
+                    "iosize": job.iosize,
+                    "filesize": job.filesize,
+                    "stripe_count": job.stripe_count,
+                    "stripe_size": job.stripe_size,
+                    "start_ns": job.start_ns,
+                    "stop_ns": job.stop_ns,
+                    "fsync": job.fsync,
+                    "ior": None if job.ior is None else asdict(job.ior),
+                }
+                for job in self.jobs
+            ],
+        }
+
+
+def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """Read and validate the scenario file at ``path``.
+
+    ``overrides`` is a partial scenario document merged over the file before validation, as if
+    the file said it: mappings (``cluster``, ``tunables``) merge key by key, other values
+    replace.  The command line uses it for ``--seed``, ``--duration`` and ``--set``, e.g.
+    ``{"duration": "2s", "tunables": {"osc.max_pages_per_rpc": 64}}``.
+    """
+    text = read_scenario_text(path)
+    return parse_scenario(text, str(path), overrides)
+
+
+def read_scenario_text(path: str | Path) -> str:
+    """Return the text of the scenario file at ``path``; an unreadable file is a ScenarioError."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ScenarioError(f"{path}: cannot read the scenario: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{path}: not a text file ({err.reason})") from None
+
+
+def parse_scenario(text: str, source: str, overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """Validate scenario YAML ``text``; ``source`` names it in error messages (see :func:`load_scenario`)."""
+    doc = _load_yaml(text, source)
+    if overrides:
+        doc = _merge(doc, overrides)
+    return _Builder(source).scenario(doc)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses duplicate keys instead of keeping the last one."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def _load_yaml(text: str, source: str) -> dict[str, Any]:
+    try:
+        doc = yaml.load(text, Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise ScenarioError(f"{where}: invalid YAML: {err.problem or err.context}") from None
+    except yaml.YAMLError as err:
+        raise ScenarioError(f"{source}: invalid YAML: {err}") from None
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"{source}: a scenario must be a YAML mapping (name:, duration:, jobs:, ...)")
+    return doc
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in over.items():
+        old = merged.get(key)
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            merged[key] = _merge(old, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _suggest(key: object, allowed: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(key), allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _stripe_size(value: object) -> int:
+    size = parse_size(value)
+    if size <= 0 or size % 65536:
+        raise UserError(f"{value!r} is not a Lustre stripe size (a positive multiple of 64 KiB)")
+    return size
+
+
+def _tunable_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (int, str)):
+        return str(value)
+    raise UserError(f"expected an integer or a string, not {value!r}")
+
+
+class _Builder:
+    """Turns a parsed YAML document into a :class:`Scenario`, naming ``source`` in every error."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, path: str, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.source}: {path}: {message}" if path else f"{self.source}: {message}")
+
+    def mapping(self, value: object, path: str) -> dict[Any, Any]:
+        if not isinstance(value, dict):
+            raise self.error(path, f"expected a mapping, not {value!r}")
+        return value
+
+    def check_keys(self, doc: Mapping[Any, Any], allowed: tuple[str, ...], path: str) -> None:
+        for key in doc:
+            if key not in allowed:
+                raise self.error(path, f"unknown key {key!r}{_suggest(key, allowed)}")
+
+    def get(
+        self,
+        doc: Mapping[Any, Any],
+        key: str,
+        path: str,
+        convert: Callable[[object], _T],
+        default: _T = _REQUIRED,
+    ) -> _T:
+        """Return ``convert(doc[key])``, or ``default`` when absent; errors name ``path.key``."""
+        if key not in doc:
+            if default is _REQUIRED:
+                raise self.error(path, f"missing required key {key!r}")
+            return default
+        try:
+            return convert(doc[key])
+        except UserError as err:
+            raise self.error(f"{path}.{key}" if path else key, str(err)) from None
+
+    def scenario(self, doc: dict[str, Any]) -> Scenario:
+        self.check_keys(doc, _TOP_KEYS, "")
+        name = self.get(doc, "name", "", text)
+        duration_ns = self.get(doc, "duration", "", positive(parse_duration))
+        probe_ns = self.get(doc, "probe_interval", "", positive(parse_duration), 500_000_000)
+        preset, cluster = self.cluster(doc.get("cluster", {}))
+        tunables = self.tunables(doc.get("tunables", {}))
+        jobs_doc = self.get(doc, "jobs", "", lambda v: v)
+        if not isinstance(jobs_doc, list) or not jobs_doc:
+            raise self.error("jobs", "expected a non-empty list of jobs")
+        n_osts = cluster["oss"] * cluster["osts_per_oss"]
+        jobs = tuple(
+            self.job(job, f"jobs[{i}]", cluster["clients"], n_osts, duration_ns) for i, job in enumerate(jobs_doc)
+        )
+        names = [job.name for job in jobs]
+        for i, job_name in enumerate(names):
+            if job_name in names[:i]:
+                raise self.error(f"jobs[{i}].name", f"duplicate job name {job_name!r}")
+        return Scenario(
+            name=name,
+            source=self.source,
+            seed=self.get(doc, "seed", "", integer(0, 2**64 - 1), 0),
+            duration_ns=duration_ns,
+            probe_interval_ns=probe_ns,
+            preset=preset,
+            cluster=cluster,
+            tunables=tunables,
+            jobs=jobs,
+        )
+
+    def cluster(self, value: object) -> tuple[str, dict[str, Any]]:
+        doc = self.mapping(value, "cluster")
+        allowed = ("preset", *FIELDS)
+        self.check_keys(doc, allowed, "cluster")
+        preset = doc.get("preset", DEFAULT_PRESET)
+        if not isinstance(preset, str) or preset not in PRESETS:
+            raise self.error(
+                "cluster.preset",
+                f"unknown preset {preset!r}{_suggest(preset, tuple(PRESETS))}; available: {', '.join(PRESETS)}",
+            )
+        cluster: dict[str, Any] = {}
+        for key, raw in {**PRESETS[preset], **doc}.items():
+            if key == "preset":
+                continue
+            try:
+                engine_key, converted = resolve_field(key, raw)
+            except UserError as err:
+                raise self.error(f"cluster.{key}", str(err)) from None
+            if engine_key is not None:
+                cluster[engine_key] = converted
+        # Engine keys in FIELDS order, whatever order the scenario wrote its overrides in.
+        order = [f.engine_key for f in FIELDS.values() if f.engine_key is not None]
+        return preset, {key: cluster[key] for key in order}
+
+    def tunables(self, value: object) -> dict[str, str]:
+        doc = self.mapping(value, "tunables")
+        for key in doc:
+            if key not in TUNABLES:
+                raise self.error("tunables", f"unknown tunable {key!r}{_suggest(key, TUNABLES)}")
+        return {key: self.get(doc, key, "tunables", _tunable_value) for key in doc}
+
+    def job(self, value: object, path: str, n_clients: int, n_osts: int, duration_ns: int) -> Job:
+        doc = self.mapping(value, path)
+        workload = self.get(doc, "workload", path, text)
+        if workload in LATER_WORKLOADS:
+            raise self.error(
+                f"{path}.workload",
+                f"workload {workload!r} is not supported by this version of pfstune yet "
+                f"(it arrives later); supported: {', '.join(WORKLOADS)}",
+            )
+        if workload not in WORKLOADS:
+            raise self.error(
+                f"{path}.workload",
+                f"unknown workload {workload!r}{_suggest(workload, WORKLOADS)}; supported: {', '.join(WORKLOADS)}",
+            )
+        is_ior = workload == "ior"
+        allowed = _COMMON_JOB_KEYS + (_IOR_KEYS if is_ior else _FILEBENCH_KEYS)
+        for key in doc:
+            if is_ior and key in _IOR_INSTEAD:
+                raise self.error(path, f"key {key!r} does not apply to ior jobs: use {_IOR_INSTEAD[key]}")
+            if not is_ior and key in _IOR_KEYS:
+                raise self.error(path, f"key {key!r} applies only to ior jobs, not to {workload}")
+        self.check_keys(doc, allowed, path)
+
+        name = self.get(doc, "name", path, text)
+        clients = self.clients(doc, path, n_clients)
+        stripe_count = self.get(doc, "stripe_count", path, integer(-1, n_osts), 1)
+        if stripe_count == 0:
+            raise self.error(f"{path}.stripe_count", "0 is not a stripe count (1 to the OST count, or -1 for all)")
+        start_ns = self.get(doc, "start", path, parse_duration, 0)
+        stop_ns = self.get(doc, "stop", path, parse_duration, duration_ns)
+        if stop_ns <= start_ns:
+            stop, start = doc.get("stop", "the scenario duration"), doc.get("start", "0s")
+            raise self.error(f"{path}.stop", f"stop ({stop}) must be after start ({start})")
+        fsync = self.get(doc, "fsync", path, boolean, False)
+
+        ior = self.ior(doc, path, fsync) if is_ior else None
+        if ior is not None:
+            threads, iosize = ior.processes, ior.transfer
+            filesize = ior.block * ior.segments * (1 if ior.file_per_process else ior.processes)
+        else:
+            threads = self.get(doc, "threads", path, integer(1), 1)
+            iosize = self.get(doc, "iosize", path, positive(parse_size), 1 << 20)
+            filesize = self.get(doc, "filesize", path, positive(parse_size), 1 << 30)
+            if filesize < iosize:
+                raise self.error(f"{path}.filesize", f"filesize ({filesize} B) is smaller than iosize ({iosize} B)")
+        return Job(
+            name=name,
+            clients=clients,
+            workload=workload,
+            threads=threads,
+            iosize=iosize,
+            filesize=filesize,
+            stripe_count=n_osts if stripe_count == -1 else stripe_count,
+            stripe_size=self.get(doc, "stripe_size", path, _stripe_size, 1 << 20),
+            start_ns=start_ns,
+            stop_ns=stop_ns,
+            fsync=fsync,
+            ior=ior,
+        )
+
+    def clients(self, doc: Mapping[str, Any], path: str, n_clients: int) -> tuple[int, ...]:
+        if ("client" in doc) == ("clients" in doc):
+            raise self.error(path, "give exactly one of 'client: N' or 'clients: [N, ...]'")
+        key = "client" if "client" in doc else "clients"
+        raw = doc[key]
+        if key == "client":
+            indices = [raw]
+        elif isinstance(raw, list) and raw:
+            indices = raw
+        else:
+            raise self.error(f"{path}.clients", f"expected a non-empty list of client indices, not {raw!r}")
+        for index in indices:
+            if isinstance(index, bool) or not isinstance(index, int):
+                raise self.error(f"{path}.{key}", f"{index!r} is not a client index")
+            if not 0 <= index < n_clients:
+                raise self.error(
+                    f"{path}.{key}",
+                    f"client {index} is out of range (the cluster has {n_clients} clients: 0..{n_clients - 1})",
+                )
+        if len(set(indices)) != len(indices):
+            raise self.error(f"{path}.{key}", "a client is listed twice")
+        return tuple(indices)
+
+    def ior(self, doc: Mapping[str, Any], path: str, fsync: bool) -> IorOptions:
+        transfer = self.get(doc, "transfer", path, positive(parse_size), 256 << 10)
+        block = self.get(doc, "block", path, positive(parse_size), 1 << 20)
+        if block % transfer:
+            raise self.error(f"{path}.block", f"block ({block} B) must be a multiple of transfer ({transfer} B)")
+        return IorOptions(
+            api=self.get(doc, "api", path, choice("IOR api", "posix", "mpiio"), "posix"),
+            processes=self.get(doc, "processes", path, integer(1), 1),
+            transfer=transfer,
+            block=block,
+            segments=self.get(doc, "segments", path, integer(1), 1),
+            file_per_process=self.get(doc, "file_per_process", path, boolean, False),
+            random=self.get(doc, "random", path, boolean, False),
+            fsync=fsync,
+        )

@@ -1,0 +1,1 @@
+"""Conformance suites that every backend, tuner and model implementation must pass."""

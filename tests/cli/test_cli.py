@@ -1,0 +1,180 @@
+"""The command line: help, errors, and the JSON contracts of `sim run`, `sim sweep`, `sim presets`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pfstune import __version__
+from pfstune.cli.demo import CONFIGS, DEMO_SCENARIO
+from pfstune.cli.main import main
+from pfstune.sim.presets import PRESETS
+from pfstune.sim.scenario import parse_scenario
+
+
+def pfstune(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m pfstune ARGS` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "pfstune", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:
+    """Run `pfstune ARGS` in-process and parse its JSON output."""
+    assert main(list(args)) == 0
+    data: dict[str, object] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def test_version() -> None:
+    result = pfstune("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"pfstune {__version__}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["sim"], ["sim", "run"], ["sim", "sweep"], ["sim", "serve"], ["sim", "presets"], ["demo"]],
+)
+def test_every_help_has_a_description(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: pfstune")
+    description = out.split("\n\n")[1]
+    assert len(description.split()) >= 5, out
+
+
+def test_bad_scenario_is_one_line_without_traceback(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(
+        "name: t\nduration: 10s\njobs:\n  - {name: a, client: 0, workload: filebench.seqread}\n"
+        "  - {name: b, client: 0, workload: filebench.seqread, iosze: 1m}\n"
+    )
+    result = pfstune("sim", "run", str(path), "--json")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == f"pfstune: error: {path}: jobs[1]: unknown key 'iosze' (did you mean 'iosize'?)\n"
+
+
+def test_missing_scenario_file_is_a_user_error(tmp_path: Path) -> None:
+    result = pfstune("sim", "run", str(tmp_path / "nothere.yaml"))
+    assert result.returncode == 2
+    assert result.stderr.startswith("pfstune: error: ")
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_tuner(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", str(small_scenario), "--tuner", "dial"]) == 2
+    assert capsys.readouterr().err == "pfstune: error: unknown tuner 'dial'; available: default\n"
+
+
+def test_unknown_tunable_in_set(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["sim", "run", str(small_scenario), "--set", "osc.max_rpc=8"])
+    assert exit_.value.code == 2
+    assert "unknown tunable 'osc.max_rpc'" in capsys.readouterr().err
+
+
+def test_sim_run_json(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_json(capsys, "sim", "run", str(small_scenario), "--json", "--duration", "1s", "--seed", "3")
+    assert {"scenario", "sim_seconds", "wall_seconds", "events", "mbps", "read_mbps", "write_mbps", "osc_mbps"} <= set(
+        result
+    )
+    assert result["scenario"] == "small"
+    assert result["sim_seconds"] == pytest.approx(1.0)
+
+
+def test_sim_run_refused_value_in_set(small_scenario: Path) -> None:
+    result = pfstune("sim", "run", str(small_scenario), "--set", "osc.max_rpcs_in_flight=0")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
+    assert "osc.max_rpcs_in_flight" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_sim_run_table(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", str(small_scenario), "--duration", "1s"]) == 0
+    out = capsys.readouterr().out
+    assert "small" in out
+    assert "MB/s" in out
+
+
+def test_sweep_param_gives_one_result_per_value(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(
+        capsys, "sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16,256",
+        "--duration", "2s", "--json", "--jobs", "2",
+    )  # fmt: skip
+    assert report["scenario"] == "small"
+    results = report["results"]
+    assert isinstance(results, list)
+    assert [r["config"] for r in results] == [{"osc.max_pages_per_rpc": 16}, {"osc.max_pages_per_rpc": 256}]
+    for r in results:
+        assert set(r) == {"config", "mbps", "osc_mbps", "read_mbps", "write_mbps"}
+        assert r["mbps"] > 0
+
+
+def test_sweep_product_of_params(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_json(
+        capsys, "sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16,256",
+        "--param", "osc.max_rpcs_in_flight=8,32", "--duration", "0.5s", "--json",
+    )  # fmt: skip
+    results = report["results"]
+    assert isinstance(results, list)
+    assert [tuple(r["config"].values()) for r in results] == [(16, 8), (16, 32), (256, 8), (256, 32)]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "nothing to sweep"),
+        (["--grid", "dial99", "--param", "osc.max_pages_per_rpc=1"], "either --grid or --param"),
+        (["--param", "osc.max_pages_per_rpc=1", "--param", "osc.max_pages_per_rpc=2"], "once"),
+    ],
+)
+def test_sweep_usage_errors(
+    small_scenario: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(["sim", "sweep", str(small_scenario), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_sweep_bad_param_values(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16k"])
+    assert "integer values" in capsys.readouterr().err
+
+
+def test_presets_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_json(capsys, "sim", "presets", "--json") == PRESETS
+
+
+def test_presets_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "presets"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in PRESETS)
+
+
+def test_serve_rejects_a_client_out_of_range(small_scenario: Path, tmp_path: Path) -> None:
+    result = pfstune("sim", "serve", str(small_scenario), "--root", str(tmp_path / "t"), "--client", "3")
+    assert result.returncode == 2
+    assert "--client 3" in result.stderr
+
+
+def test_demo_scenario_and_configurations_are_valid() -> None:
+    for config in CONFIGS:
+        scenario = parse_scenario(DEMO_SCENARIO, "<demo>", {"tunables": config})
+        assert scenario.duration_ns == 20 * 10**9
+
+
+def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
+    result = pfstune("sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=8,0", "--duration", "1s")
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
+    assert "osc.max_rpcs_in_flight" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,123 @@
+"""Tests of the wrapper around the compiled core (pfstune._pfsim, built by `pip install .`)."""
+
+from __future__ import annotations
+
+import errno
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pfstune.errors import ScenarioError, UserError
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import load_scenario
+from tests.conftest import SMALL_SCENARIO
+
+RESULT_KEYS = {
+    "scenario", "sim_seconds", "wall_seconds", "events", "mbps", "read_mbps", "write_mbps", "osc_mbps",
+    "events_per_second", "speedup",
+}  # fmt: skip
+
+
+def snapshot(engine: Engine) -> dict[str, str]:
+    """The text of every parameter of every client."""
+    return {
+        f"{client}:{param.name}": engine.get_param(client, param.name)
+        for client in range(len(engine.clients()))
+        for param in engine.list_params(client)
+    }
+
+
+def test_same_scenario_and_seed_give_the_same_bytes(small_scenario: Path) -> None:
+    runs = []
+    for _ in range(2):
+        engine = Engine(load_scenario(small_scenario))
+        engine.run()
+        runs.append((engine.totals(), snapshot(engine)))
+    assert runs[0] == runs[1]
+
+
+def test_run_advances_in_probe_intervals(small_scenario: Path) -> None:
+    engine = Engine(load_scenario(small_scenario))
+    seen: list[tuple[int, int]] = []
+    engine.run(until_ns=1_200_000_000, progress=lambda now, end: seen.append((now, end)))
+    assert seen == [(500_000_000, 1_200_000_000), (1_000_000_000, 1_200_000_000), (1_200_000_000, 1_200_000_000)]
+    assert engine.now_ns == 1_200_000_000
+    engine.run()
+    assert engine.now_ns == 2_000_000_000
+    assert engine.events > 0
+
+
+def test_clients_and_their_parameter_files(small_scenario: Path) -> None:
+    engine = Engine(load_scenario(small_scenario))
+    (client,) = engine.clients()
+    assert client["index"] == 0
+    assert client["hostname"] == "client0"
+    assert len(client["osc"]) == 8  # cloudlab-c6525: 4 OSS x 2 OSTs
+    params = engine.list_params(0)
+    names = {p.name for p in params}
+    for osc in client["osc"]:
+        assert f"osc.{osc}.max_rpcs_in_flight" in names
+        assert f"osc.{osc}.rpc_stats" in names
+    roots = ("sys/fs/lustre/", "proc/fs/lustre/", "sys/kernel/debug/lustre/")
+    assert all(p.path.startswith(roots) for p in params)
+    by_name = {p.name: p for p in params}
+    osc = client["osc"][0]
+    assert by_name[f"osc.{osc}.max_rpcs_in_flight"].path == f"sys/fs/lustre/osc/{osc}/max_rpcs_in_flight"
+    assert by_name[f"osc.{osc}.max_rpcs_in_flight"].writable
+    assert not by_name[f"osc.{osc}.cur_dirty_bytes"].writable
+    assert engine.get_param(0, f"osc.{osc}.max_rpcs_in_flight") == "8\n"
+
+
+def test_set_all_writes_every_osc_of_every_client(write_scenario: Callable[[str], Path]) -> None:
+    engine = Engine(load_scenario(write_scenario(SMALL_SCENARIO.replace("clients: 1", "clients: 2"))))
+    assert engine.set_all("osc.max_rpcs_in_flight", "32") == 2 * 8
+    for client in engine.clients():
+        for osc in client["osc"]:
+            assert engine.get_param(client["index"], f"osc.{osc}.max_rpcs_in_flight") == "32\n"
+
+
+def test_set_all_with_no_match_is_a_user_error(small_scenario: Path) -> None:
+    with pytest.raises(UserError, match=re.escape("osc.*.no_such_param")):
+        Engine(load_scenario(small_scenario)).set_all("osc.no_such_param", "1")
+
+
+def test_set_param_refuses_out_of_range_values_like_the_kernel(small_scenario: Path) -> None:
+    engine = Engine(load_scenario(small_scenario))
+    name = f"osc.{engine.clients()[0]['osc'][0]}.max_rpcs_in_flight"
+    with pytest.raises(OSError) as err:  # noqa: PT011 - the errno is checked below
+        engine.set_param(0, name, "0")
+    assert err.value.errno == errno.ERANGE
+    assert engine.get_param(0, name) == "8\n"
+
+
+def test_scenario_tunables_are_applied_at_the_start(small_scenario: Path) -> None:
+    engine = Engine(load_scenario(small_scenario, {"tunables": {"osc.max_pages_per_rpc": 256}}))
+    for osc in engine.clients()[0]["osc"]:
+        assert engine.get_param(0, f"osc.{osc}.max_pages_per_rpc") == "256\n"
+
+
+def test_refused_scenario_tunable_names_the_tunable_and_file(small_scenario: Path) -> None:
+    with pytest.raises(ScenarioError) as err:
+        Engine(load_scenario(small_scenario, {"tunables": {"osc.max_rpcs_in_flight": 0}}))
+    message = str(err.value)
+    assert "small.yaml" in message
+    assert "osc.max_rpcs_in_flight" in message
+    assert "\n" not in message
+
+
+def test_result(small_scenario: Path) -> None:
+    engine = Engine(load_scenario(small_scenario))
+    engine.run()
+    result = engine.result()
+    assert set(result) == RESULT_KEYS
+    totals = engine.totals()
+    assert result["scenario"] == "small"
+    assert result["sim_seconds"] == pytest.approx(2.0)
+    assert result["events"] == totals["events"] > 0
+    assert result["mbps"] == pytest.approx((totals["app_read_bytes"] + totals["app_write_bytes"]) / 2.0 / 1e6)
+    assert result["osc_mbps"] == pytest.approx((totals["osc_read_bytes"] + totals["osc_write_bytes"]) / 2.0 / 1e6)
+    assert result["read_mbps"] > 0  # the small scenario reads
+    assert result["write_mbps"] == 0
+    assert result["wall_seconds"] > 0

@@ -1,0 +1,273 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pfstune.errors import ScenarioError, UserError
+from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, load_scenario, parse_scenario
+from pfstune.sim.presets import FIELDS, PRESETS
+
+GOOD = """\
+name: good
+seed: 7
+duration: 320s
+probe_interval: 0.5s
+cluster:
+  preset: cloudlab-c6525
+  clients: 5
+tunables:
+  osc.max_pages_per_rpc: 1024
+  osc.max_rpcs_in_flight: 8
+jobs:
+  - name: reader
+    client: 0
+    workload: filebench.randomread
+    iosize: 1m
+    filesize: 5g
+    threads: 1
+    stripe_count: 1
+    stripe_size: 1m
+    start: 0s
+    stop: 320s
+"""
+
+JOB = "{name: j, client: 0, workload: filebench.randomread}"
+
+
+def doc(jobs: str = f"[{JOB}]", top: str = "", cluster: str = "{preset: cloudlab-c6525}") -> str:
+    """A minimal scenario with the given jobs list, extra top-level lines and cluster mapping."""
+    return f"name: t\nduration: 10s\ncluster: {cluster}\n{top}jobs: {jobs}\n"
+
+
+def test_example_from_the_design_resolves_to_the_engine_config(write_scenario: Callable[[str], Path]) -> None:
+    config = load_scenario(write_scenario(GOOD)).to_engine_config()
+    assert list(config) == [
+        "name", "seed", "duration_ns", "probe_interval_ns", "start_epoch_ns", "cluster", "tunables", "jobs",
+    ]  # fmt: skip
+    assert config["seed"] == 7
+    assert config["duration_ns"] == 320 * 10**9
+    assert config["probe_interval_ns"] == 500_000_000
+    assert config["start_epoch_ns"] == START_EPOCH_NS == 1_718_000_000 * 10**9
+    assert config["tunables"] == {"osc.max_pages_per_rpc": "1024", "osc.max_rpcs_in_flight": "8"}
+    assert config["jobs"] == [
+        {
+            "name": "reader",
+            "clients": [0],
+            "workload": "filebench.randomread",
+            "threads": 1,
+            "iosize": 1048576,
+            "filesize": 5368709120,
+            "stripe_count": 1,
+            "stripe_size": 1048576,
+            "start_ns": 0,
+            "stop_ns": 320000000000,
+            "fsync": False,
+            "ior": None,
+        }
+    ]
+
+
+def test_cluster_is_the_expanded_preset(write_scenario: Callable[[str], Path]) -> None:
+    cluster = load_scenario(write_scenario(GOOD)).to_engine_config()["cluster"]
+    preset = PRESETS["cloudlab-c6525"]
+    # every preset field but the description reaches the engine, converted to base units
+    assert set(cluster) == {FIELDS[k].engine_key for k in preset if FIELDS[k].engine_key}
+    assert cluster["clients"] == 5
+    assert cluster["client_ram_bytes"] == 128 << 30
+    assert cluster["net_bandwidth_bps"] == 2.8e9  # decimal rate
+    assert cluster["net_latency_ns"] == 25_000
+    assert cluster["brw_size_bytes"] == 4 << 20
+    assert cluster["ost_stripe_bytes"] == 128 << 10  # binary size
+
+
+def test_defaults() -> None:
+    scenario = parse_scenario(f"name: t\nduration: 10s\njobs: [{JOB}]\n", "t.yaml")
+    assert scenario.seed == 0
+    assert scenario.probe_interval_ns == 500_000_000
+    assert scenario.preset == "cloudlab-c6525"
+    assert scenario.tunables == {}
+    job = scenario.jobs[0]
+    assert (job.threads, job.iosize, job.filesize) == (1, 1 << 20, 1 << 30)
+    assert (job.stripe_count, job.stripe_size) == (1, 1 << 20)
+    assert (job.start_ns, job.stop_ns, job.fsync) == (0, 10 * 10**9, False)
+
+
+def test_shared_scenarios_load_and_resolve(shared_scenarios: list[Path]) -> None:
+    for path in shared_scenarios:
+        config = load_scenario(path).to_engine_config()
+        assert config["jobs"], path
+        assert all(job["stop_ns"] <= config["duration_ns"] for job in config["jobs"]), path
+
+
+def test_fivestream_mix_resolves_every_job(shared_scenarios: list[Path]) -> None:
+    path = next(p for p in shared_scenarios if p.name == "fivestream-mix.yaml")
+    jobs = load_scenario(path).to_engine_config()["jobs"]
+    assert [job["clients"] for job in jobs] == [[0], [1], [2], [3], [4]]
+    assert jobs[0]["threads"] == 5
+    assert jobs[0]["iosize"] == 8192
+    assert jobs[3]["stripe_count"] == 4
+
+
+def test_overrides_merge_like_the_file_said_it(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(GOOD.replace("    stop: 320s\n", ""))
+    scenario = load_scenario(
+        path,
+        {"seed": 3, "duration": "2s", "tunables": {"osc.max_rpcs_in_flight": 32}, "cluster": {"clients": 2}},
+    )
+    assert scenario.seed == 3
+    assert scenario.duration_ns == 2 * 10**9
+    assert scenario.jobs[0].stop_ns == 2 * 10**9  # the default stop follows the duration
+    assert scenario.tunables == {"osc.max_pages_per_rpc": "1024", "osc.max_rpcs_in_flight": "32"}
+    assert scenario.cluster["clients"] == 2
+    assert scenario.cluster["oss"] == 4  # the rest of the preset is kept
+
+
+def test_clients_list_and_all_osts() -> None:
+    scenario = parse_scenario(
+        doc("[{name: j, clients: [0, 2], workload: filebench.seqwrite, stripe_count: -1, fsync: true}]"), "t.yaml"
+    )
+    job = scenario.jobs[0]
+    assert job.clients == (0, 2)
+    assert job.stripe_count == 8  # -1: every OST of the preset (4 OSS x 2)
+    assert job.fsync is True
+
+
+def test_ior_job_resolves_its_own_parameters() -> None:
+    scenario = parse_scenario(
+        doc(
+            "[{name: ior, clients: [0, 1], workload: ior, api: mpiio, processes: 4, transfer: 1m, "
+            "block: 16m, segments: 2, random: true, fsync: true}]"
+        ),
+        "t.yaml",
+    )
+    job = scenario.to_engine_config()["jobs"][0]
+    assert job["ior"] == {
+        "api": "mpiio",
+        "processes": 4,
+        "transfer": 1 << 20,
+        "block": 16 << 20,
+        "segments": 2,
+        "file_per_process": False,
+        "random": True,
+        "fsync": True,
+    }
+    assert (job["threads"], job["iosize"]) == (4, 1 << 20)
+    assert job["filesize"] == (16 << 20) * 2 * 4  # block x segments x processes (one shared file)
+
+
+def test_ior_defaults_follow_ior() -> None:
+    job = parse_scenario(doc("[{name: ior, client: 0, workload: ior, file_per_process: true}]"), "t.yaml").jobs[0]
+    assert job.ior is not None
+    assert (job.ior.api, job.ior.transfer, job.ior.block, job.ior.segments) == ("posix", 256 << 10, 1 << 20, 1)
+    assert job.filesize == 1 << 20  # one file per process
+
+
+def test_tunable_values_become_strings() -> None:
+    scenario = parse_scenario(
+        doc(top="tunables: {osc.checksums: false, osc.max_dirty_mb: 512, llite.max_cached_mb: '4096'}\n"), "t.yaml"
+    )
+    assert scenario.tunables == {"osc.checksums": "0", "osc.max_dirty_mb": "512", "llite.max_cached_mb": "4096"}
+
+
+def test_every_declared_tunable_is_accepted() -> None:
+    tunables = "{" + ", ".join(f"{name}: 1" for name in TUNABLES) + "}"
+    assert len(parse_scenario(doc(top=f"tunables: {tunables}\n"), "t.yaml").tunables) == len(TUNABLES)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # unknown keys at every level, with a suggestion
+        (doc(top="nmae: x\n"), "scenario.yaml: unknown key 'nmae' (did you mean 'name'?)"),
+        (
+            doc(f"[{JOB}, {{name: k, client: 0, workload: filebench.seqread, iosze: 1m}}]"),
+            "scenario.yaml: jobs[1]: unknown key 'iosze' (did you mean 'iosize'?)",
+        ),
+        (
+            doc(cluster="{preset: cloudlab-c6525, clinets: 2}"),
+            "cluster: unknown key 'clinets' (did you mean 'clients'?)",
+        ),
+        (doc(top="tunables: {osc.max_rpcs_inflight: 8}\n"), "tunables: unknown tunable 'osc.max_rpcs_inflight'"),
+        # missing required keys
+        ("duration: 10s\njobs: [{JOB}]\n".replace("{JOB}", JOB), "missing required key 'name'"),
+        (f"name: t\njobs: [{JOB}]\n", "missing required key 'duration'"),
+        ("name: t\nduration: 10s\n", "missing required key 'jobs'"),
+        (doc("[{client: 0, workload: filebench.seqread}]"), "jobs[0]: missing required key 'name'"),
+        (doc("[{name: j, client: 0}]"), "jobs[0]: missing required key 'workload'"),
+        (doc("[{name: j, workload: filebench.seqread}]"), "jobs[0]: give exactly one of 'client: N'"),
+        (doc("[{name: j, client: 0, clients: [1], workload: filebench.seqread}]"), "jobs[0]: give exactly one"),
+        # bad values
+        (doc("[{name: j, client: 0, workload: filebench.seqread, iosize: 5x}]"), "jobs[0].iosize: '5x' is not a size"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, filesize: 0}]"), "jobs[0].filesize"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, iosize: 2m, filesize: 1m}]"), "smaller than iosize"),
+        ("name: t\nduration: 320\njobs: [{JOB}]\n".replace("{JOB}", JOB), "duration: 320 is not a duration"),
+        (doc(top="probe_interval: 0s\n"), "probe_interval"),
+        (doc(top="seed: -1\n"), "seed: -1 is out of range"),
+        (doc("[{name: j, client: 5, workload: filebench.seqread}]"), "jobs[0].client: client 5 is out of range"),
+        (doc("[{name: j, clients: [0, 9], workload: filebench.seqread}]"), "jobs[0].clients: client 9 is out of range"),
+        (doc("[{name: j, clients: [], workload: filebench.seqread}]"), "jobs[0].clients: expected a non-empty list"),
+        (doc("[{name: j, clients: [1, 1], workload: filebench.seqread}]"), "jobs[0].clients: a client is listed twice"),
+        (
+            doc("[{name: j, client: 0, workload: filebench.randread}]"),
+            "jobs[0].workload: unknown workload 'filebench.randread' (did you mean 'filebench.randomread'?)",
+        ),
+        (doc("[{name: j, client: 0, workload: dlio}]"), "workload 'dlio' is not supported"),
+        (doc("[{name: j, client: 0, workload: h5bench.vpic}]"), "arrives later"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, start: 5s, stop: 5s}]"), "jobs[0].stop"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, start: 20s}]"), "must be after start"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, threads: 0}]"), "jobs[0].threads"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 9}]"), "jobs[0].stripe_count"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 0}]"), "jobs[0].stripe_count"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_size: 100k}]"), "jobs[0].stripe_size"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, fsync: maybe}]"), "jobs[0].fsync"),
+        (doc(f"[{JOB}, {JOB}]"), "jobs[1].name: duplicate job name 'j'"),
+        (doc("[]"), "jobs: expected a non-empty list"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, api: posix}]"), "'api' applies only to ior"),
+        (doc("[{name: j, client: 0, workload: ior, iosize: 1m}]"), "'iosize' does not apply to ior jobs: use transfer"),
+        (doc("[{name: j, client: 0, workload: ior, transfer: 3m, block: 4m}]"), "jobs[0].block"),
+        (doc("[{name: j, client: 0, workload: ior, api: hdf5}]"), "jobs[0].api"),
+        (doc(top="tunables: {osc.max_dirty_mb: 1.5}\n"), "tunables.osc.max_dirty_mb"),
+        (doc(cluster="{preset: cloudlab-c6252}"), "cluster.preset: unknown preset 'cloudlab-c6252'"),
+        (doc(cluster="{clients: 0}"), "cluster.clients"),
+        (doc(cluster="{ost_read_bw: 25Gb/s}"), "cluster.ost_read_bw"),
+        (doc(cluster="{ost_kind: nvme}"), "cluster.ost_kind"),
+        (doc(cluster="[1, 2]"), "cluster: expected a mapping"),
+        (doc(cluster="{preset: [1]}"), "cluster.preset: unknown preset [1]"),
+        # not a scenario at all
+        ("- just\n- a list\n", "must be a YAML mapping"),
+        ("name: t\nduration: 10s\njobs: [\n  {name: j,\n", "scenario.yaml:"),
+        ("name: t\nname: u\nduration: 10s\n", "duplicate key 'name'"),
+    ],
+)
+def test_invalid_scenarios_name_the_file_and_key(
+    write_scenario: Callable[[str], Path], text: str, expected: str
+) -> None:
+    path = write_scenario(text)
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    message = str(err.value)
+    assert message.startswith(str(path)), message
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_yaml_syntax_error_gives_the_line(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario("name: t\nduration: 10s\njobs: [a, b\nfoo: : bar\n")
+    with pytest.raises(ScenarioError, match=r"scenario\.yaml:\d+: invalid YAML"):
+        load_scenario(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"nothere\.yaml: cannot read"):
+        load_scenario(tmp_path / "nothere.yaml")
+
+
+def test_scenario_errors_are_user_errors() -> None:
+    assert issubclass(ScenarioError, UserError)
+
+
+def test_bad_override_names_the_key() -> None:
+    with pytest.raises(ScenarioError, match=r"t\.yaml: tunables: unknown tunable 'osc\.bogus'"):
+        parse_scenario(doc(), "t.yaml", {"tunables": {"osc.bogus": 1}})

@@ -1,0 +1,69 @@
+"""Tests of the virtual client tree (needs the compiled core)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import load_scenario
+from pfstune.sim.tree import VirtualTree, write_atomically
+
+
+def make_tree(small_scenario: Path, root: Path) -> tuple[Engine, VirtualTree, list[str]]:
+    engine = Engine(load_scenario(small_scenario))
+    log: list[str] = []
+    return engine, VirtualTree(engine, 0, root, log.append), log
+
+
+def test_tree_has_every_file_with_its_text_and_mode(small_scenario: Path, tmp_path: Path) -> None:
+    engine, tree, _ = make_tree(small_scenario, tmp_path / "root")
+    assert tree.refresh() == len(tree.params)
+    for param in tree.params:
+        path = tmp_path / "root" / param.path
+        assert path.read_text() == engine.get_param(0, param.name)
+        assert path.stat().st_mode & 0o777 == (0o644 if param.writable else 0o444)
+    assert tree.refresh() == 0  # nothing changed without simulated time passing
+    assert not list((tmp_path / "root").rglob(".*.tmp"))
+
+
+def test_written_values_are_applied_and_refused_ones_revert(small_scenario: Path, tmp_path: Path) -> None:
+    engine, tree, log = make_tree(small_scenario, tmp_path)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    name = f"osc.{osc}.max_rpcs_in_flight"
+
+    file.write_text("32")
+    tree.apply_writes()
+    assert engine.get_param(0, name) == "32\n"
+    assert file.read_text() == "32\n"
+    assert log == []
+
+    file.write_text("0\n")
+    tree.apply_writes()
+    assert engine.get_param(0, name) == "32\n"
+    assert file.read_text() == "32\n"
+    assert len(log) == 1
+    assert log[0].startswith(f"set_param {name}=0: ")
+
+
+def test_empty_or_removed_files_are_left_for_the_next_refresh(small_scenario: Path, tmp_path: Path) -> None:
+    engine, tree, log = make_tree(small_scenario, tmp_path)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    file.write_text("")
+    tree.apply_writes()
+    file.unlink()
+    tree.apply_writes()
+    assert log == []
+    tree.refresh()
+    assert file.read_text() == "8\n"
+
+
+def test_write_atomically_replaces_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "value"
+    write_atomically(path, "1\n", 0o444)
+    write_atomically(path, "2\n", 0o444)
+    assert path.read_text() == "2\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["value"]
