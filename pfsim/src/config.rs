@@ -44,6 +44,9 @@ pub struct ClusterConfig {
     /// Per-node link bandwidth, bytes per second (each direction).
     pub net_bandwidth_bps: f64,
     pub net_latency_ns: u64,
+    /// Rate of one bulk transfer on its own (one LNet/TCP stream); concurrent transfers share
+    /// the link bandwidth above.
+    pub net_stream_bps: f64,
     /// "ssd" or "hdd".
     pub ost_kind: String,
     pub ost_read_bw_bps: f64,
@@ -63,6 +66,8 @@ pub struct ClusterConfig {
     pub client_rpc_ns: u64,
     /// Client CPU time per page taken into or out of the page cache (cl_page, osc_page, copy).
     pub client_page_ns: u64,
+    /// Client CPU time of the submitting thread per extent queued for I/O (osc_queue_sync_pages).
+    pub client_extent_ns: u64,
     /// Client CPU time of one read/write system call through the cl_io stack.
     pub client_syscall_ns: u64,
     /// Server maximum RPC size (obdfilter brw_size); bounds max_pages_per_rpc.
@@ -130,7 +135,7 @@ impl Config {
         if c.osts_per_oss * c.oss > 0xffff {
             return Err("too many OSTs (at most 65535)".into());
         }
-        if c.net_bandwidth_bps <= 0.0 || c.ost_read_bw_bps <= 0.0 || c.ost_write_bw_bps <= 0.0 {
+        if c.net_bandwidth_bps <= 0.0 || c.net_stream_bps <= 0.0 || c.ost_read_bw_bps <= 0.0 || c.ost_write_bw_bps <= 0.0 {
             return Err("bandwidths must be positive".into());
         }
         if c.ost_kind != "ssd" && c.ost_kind != "hdd" {

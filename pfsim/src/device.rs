@@ -9,9 +9,10 @@ pub struct Link {
     pub busy_ns: u64,
 }
 
-/// Reserve the sender's up-link and the receiver's down-link for `bytes`; returns the time the
-/// last byte leaves the wire (latency not included).
-pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f64) -> u64 {
+/// Reserve the sender's up-link and the receiver's down-link for `bytes` at the link rate; one
+/// transfer alone moves no faster than `stream_bps`. Returns when the last byte has arrived
+/// (latency not included).
+pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f64, stream_bps: f64) -> u64 {
     let start = now.max(up.free_at).max(down.free_at);
     let dur = (bytes as f64 * 1e9 / bw_bps).ceil() as u64;
     let end = start + dur;
@@ -19,12 +20,12 @@ pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f6
     down.free_at = end;
     up.busy_ns += dur;
     down.busy_ns += dur;
-    end
+    end.max(now + (bytes as f64 * 1e9 / stream_bps).ceil() as u64)
 }
 
 /// An OST's block device as a set of independent channels (flash channels of an SSD, the one
-/// actuator of a disk). Logical blocks are striped over the channels in `stripe` units, so a large
-/// request spreads over many channels while small concurrent requests collide on the same one.
+/// actuator of a disk). Logical blocks are spread over the channels in `stripe` units, so a large
+/// request uses many channels while small concurrent requests may collide on the same one.
 /// Each channel serves its pieces in order; a request that does not continue a recent one pays
 /// the random-access penalty on its first channel (seek, FTL map miss), which models both a
 /// disk's seek and an SSD's loss of its internal read-ahead.
@@ -78,7 +79,10 @@ impl Device {
         while pos < end {
             let piece_end = (pos / self.stripe + 1) * self.stripe;
             let piece = piece_end.min(end) - pos;
-            let ch = ((pos / self.stripe) % n) as usize;
+            // the FTL places stripe units on channels in no simple order: hash the unit number,
+            // so concurrent requests collide on channels at random, even sequential ones
+            let unit = pos / self.stripe;
+            let ch = ((unit.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 29) % n) as usize;
             let mut t = (piece as f64 * per_byte).ceil() as u64;
             if first && !sequential {
                 t += self.penalty_ns;

@@ -774,10 +774,10 @@ impl Sim {
         // do not; read-ahead pages are set up by the async read-ahead workers
         let c = &self.cfg.cluster;
         let mut t = self.now + c.client_syscall_ns;
-        let page_ns = c.client_page_ns;
+        let (page_ns, extent_ns) = (c.client_page_ns, c.client_extent_ns);
         for (s, e) in sync_runs {
             for (ch, pages) in self.make_chunks(client, file as u32, s, e, false, Some(tid)) {
-                t += pages * page_ns;
+                t += pages * page_ns + extent_ns;
                 waits += 1;
                 let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
                 self.schedule(t, Ev::ChunkReady(osc, ch));
@@ -787,7 +787,7 @@ impl Sim {
             for (ch, pages) in self.make_chunks(client, file as u32, s, e, true, None) {
                 let workers = &mut self.clients[client].ra_workers;
                 let w = (0..workers.len()).min_by_key(|&i| workers[i]).expect("at least one worker");
-                workers[w] = workers[w].max(self.now) + pages * page_ns;
+                workers[w] = workers[w].max(self.now) + pages * page_ns + extent_ns;
                 let ready = workers[w];
                 let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
                 self.schedule(ready, Ev::ChunkReady(osc, ch));
@@ -1075,7 +1075,7 @@ impl Sim {
                 if rpc.write && !rpc.short_io {
                     // bulk GET: the OSS pulls the pages from the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + c.net_latency_ns, bytes, c.net_bandwidth_bps);
+                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + c.net_latency_ns, bytes, c.net_bandwidth_bps, c.net_stream_bps);
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done + c.net_latency_ns, Ev::Rpc(id));
                 } else {
@@ -1093,7 +1093,7 @@ impl Sim {
                 if !rpc.write && bytes > self.oscs[rpc.osc as usize].short_io_bytes {
                     // bulk PUT to the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, c.net_bandwidth_bps);
+                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, c.net_bandwidth_bps, c.net_stream_bps);
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done, Ev::Rpc(id));
                 } else {

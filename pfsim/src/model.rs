@@ -204,8 +204,12 @@ impl File {
         ((stripe_no % n) as usize, (stripe_no / n) * sp + page % sp)
     }
 
-    /// Last file page of the stripe chunk that holds `page`.
+    /// Last file page of the run of pages that holds `page` and lies contiguously in one object
+    /// (a stripe chunk; the whole file when it has a single stripe).
     pub fn chunk_end(&self, page: u64) -> u64 {
+        if self.osts.len() == 1 {
+            return u64::MAX;
+        }
         let sp = self.stripe_size / PAGE;
         (page / sp) * sp + sp - 1
     }

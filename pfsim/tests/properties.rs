@@ -1,0 +1,403 @@
+//! Property tests of the simulator's invariants over random small scenarios (issue: "bytes written
+//! by applications = bytes carried by write RPCs once flushed; in-flight never above max+1 except
+//! high-priority flushes; histogram rows sum to RPC counts; grant never negative").
+//!
+//! Every case runs a short workload (0.3-0.8 s simulated), stepping `Sim::run_until` 1 ms at a
+//! time and inspecting the public state after each step, then lets the cluster drain: the
+//! workload stops before the end, and the run goes on past the kernel flusher's 30 s expiry so
+//! every dirty page reaches an OST. Case counts are small so the file runs in seconds in debug.
+
+mod common;
+
+use common::*;
+use pfsim::model::PAGE;
+use pfsim::stats::OscCtr;
+use pfsim::Sim;
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+const FILEBENCH: [&str; 9] = [
+    "filebench.seqread",
+    "filebench.seqwrite",
+    "filebench.randomread",
+    "filebench.randomwrite",
+    "filebench.randomrw",
+    "filebench.seqrw",
+    "filebench.wholefileread",
+    "filebench.wholefilewrite",
+    "filebench.wholefilerw",
+];
+
+/// A sequential file big enough that no thread reaches its end during a run (a thread copies at
+/// most ~400 MB/s, 10 us per page), so nothing is overwritten or re-read.
+const BIG_FILE: u64 = 4 * GIB;
+
+#[derive(Clone, Debug)]
+struct Case {
+    /// A filebench personality, or `None` for IOR.
+    filebench: Option<&'static str>,
+    ior: Ior,
+    iosize: u64,
+    filesize: u64,
+    mppr: u64,
+    mrif: u32,
+    stripe_count: u32,
+    stripe_size: u64,
+    threads: u32,
+    clients: usize,
+    /// fsync after every write (filebench) / after the write phase (IOR).
+    fsync: bool,
+    /// osc.max_dirty_mb set after start-up (0 makes every write synchronous).
+    max_dirty_mb: Option<u64>,
+    /// The workload stops here; the run continues to `end_ns()` to drain.
+    stop_ns: u64,
+    seed: u64,
+}
+
+impl Case {
+    fn scenario(&self) -> Scenario {
+        let job = match self.filebench {
+            Some(w) => Job::new(w, self.iosize)
+                .filesize(self.filesize)
+                .threads(self.threads)
+                .fsync(self.fsync),
+            None => Job::ior(Ior { fsync: self.fsync, ..self.ior.clone() }),
+        };
+        let job = job
+            .clients(&(0..self.clients).collect::<Vec<_>>())
+            .stripes(self.stripe_count, self.stripe_size)
+            .stop_ns(self.stop_ns);
+        Scenario::new()
+            .seed(self.seed)
+            .clients(self.clients)
+            .duration_ns(self.end_ns())
+            .tunable("osc.max_pages_per_rpc", &self.mppr.to_string())
+            .tunable("osc.max_rpcs_in_flight", &self.mrif.to_string())
+            .job(job)
+    }
+
+    /// Past the flusher pass that expires everything dirtied before `stop_ns` (30 s expiry,
+    /// 5 s period) plus time to write it.
+    fn end_ns(&self) -> u64 {
+        self.stop_ns + 45 * SEC
+    }
+
+    fn workload(&self) -> &str {
+        self.filebench.unwrap_or("ior")
+    }
+
+    fn has_writers(&self) -> bool {
+        self.filebench.map_or(true, |w| w.contains("write") || w.ends_with("rw"))
+    }
+
+    fn pure_reader(&self) -> bool {
+        !self.has_writers()
+    }
+
+    /// Every page written reaches exactly one write RPC: no page is written again while still
+    /// dirty. True when each write is fsync'ed (filebench), when a sequential IOR fsyncs its write
+    /// phase before rewriting, and for sequential filebench writers that never wrap.
+    fn writes_never_overwrite_dirty_pages(&self) -> bool {
+        match self.filebench {
+            None => self.fsync && !self.ior.random,
+            Some(_) if self.fsync => true,
+            Some(w) => !w.contains("random") && self.filesize >= BIG_FILE,
+        }
+    }
+
+    /// Sequential readers of files they never reach the end of.
+    fn sequential_reader_without_wrap(&self) -> bool {
+        matches!(self.filebench, Some("filebench.seqread" | "filebench.wholefileread")) && self.filesize >= BIG_FILE
+    }
+
+    fn build(&self) -> Sim {
+        let mut sim = self.scenario().build();
+        if let Some(mb) = self.max_dirty_mb {
+            // after start-up: a scenario tunable would be undone by client_adjust_max_dirty(),
+            // which treats 0 as "not set yet" when max_pages_per_rpc is applied
+            sim.set_everywhere("osc.max_dirty_mb", &mb.to_string()).expect("max_dirty_mb");
+        }
+        sim
+    }
+}
+
+fn page_multiple(max_pages: u64) -> impl Strategy<Value = u64> {
+    prop_oneof![
+        prop::sample::select(vec![4 * KIB, 8 * KIB, 64 * KIB, MIB, 4 * MIB, 16 * MIB]),
+        (1..=max_pages).prop_map(|p| p * PAGE),
+    ]
+}
+
+fn ior_strategy() -> impl Strategy<Value = Ior> {
+    (
+        1u32..=4,
+        prop::sample::select(vec![4 * KIB, 64 * KIB, 256 * KIB, MIB]),
+        1u64..=8,
+        1u64..=4,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(processes, transfer, per_block, segments, file_per_process, random)| Ior {
+            processes,
+            transfer,
+            block: transfer * per_block,
+            segments,
+            file_per_process,
+            random,
+            fsync: false,
+        })
+}
+
+fn case_strategy() -> impl Strategy<Value = Case> {
+    let workload = prop_oneof![
+        9 => prop::sample::select(FILEBENCH.to_vec()).prop_map(Some),
+        1 => Just(None),
+    ];
+    (
+        (workload, ior_strategy(), page_multiple(4096), prop::option::of(1u64..=64), any::<bool>()),
+        (1u64..=1024, 1u32..=256, 1u32..=4, prop::sample::select(vec![64 * KIB, MIB, 4 * MIB])),
+        (1u32..=3, 1usize..=2, prop::option::of(prop::sample::select(vec![0u64, 1, 4, 32, 512]))),
+        (300u64..=800, any::<u64>()),
+    )
+        .prop_map(|((filebench, ior, iosize, small_file, fsync), (mppr, mrif, stripe_count, stripe_size), (threads, clients, max_dirty_mb), (stop_ms, seed))| {
+            // small files make the whole-file personalities wrap and re-read; big ones never wrap
+            let filesize = small_file.map_or(BIG_FILE, |k| iosize * k);
+            Case {
+                filebench,
+                ior,
+                iosize,
+                filesize,
+                mppr,
+                mrif,
+                stripe_count,
+                stripe_size,
+                threads,
+                clients,
+                fsync,
+                max_dirty_mb,
+                stop_ns: stop_ms * MS,
+                seed,
+            }
+        })
+}
+
+/// Runs a case: 1 ms steps while the workload runs, 100 ms steps while it drains; `check` is
+/// called after every step.
+fn drive(case: &Case, mut check: impl FnMut(&Sim, u64) -> Result<(), TestCaseError>) -> Result<Sim, TestCaseError> {
+    let mut sim = case.build();
+    let end = case.end_ns();
+    let mut t = 0;
+    while t < end {
+        t += if t < case.stop_ns + 100 * MS { MS } else { 100 * MS };
+        sim.run_until(t);
+        check(&sim, t)?;
+    }
+    Ok(sim)
+}
+
+/// Nothing left anywhere: every thread finished, no RPC in flight, no dirty or queued page.
+fn assert_drained(sim: &Sim, case: &Case) -> Result<(), TestCaseError> {
+    prop_assert!(sim.threads.iter().all(|t| t.done), "{}: threads still busy at the end", case.workload());
+    for o in &sim.oscs {
+        prop_assert_eq!((o.r_in_flight, o.w_in_flight), (0, 0), "{} still has RPCs in flight", o.name);
+        prop_assert_eq!(o.dirty_pages, 0, "{} still has dirty pages", o.name);
+        prop_assert_eq!((o.pending_r_pages, o.pending_w_pages), (0, 0), "{} still has queued pages", o.name);
+    }
+    for c in &sim.clients {
+        prop_assert_eq!(c.dirty_pages, 0, "client {} still has dirty pages", c.index);
+    }
+    Ok(())
+}
+
+/// Checks of the state any step may show, whatever the case.
+fn step_invariants(sim: &Sim) -> Result<(), TestCaseError> {
+    sim.check_invariants().map_err(|e| TestCaseError::fail(format!("check_invariants at {} ns: {e}", sim.now)))?;
+    for (ci, c) in sim.clients.iter().enumerate() {
+        let mut osc_dirty = 0;
+        for &oi in &c.oscs {
+            let o = &sim.oscs[oi as usize];
+            osc_dirty += o.dirty_pages;
+            // grant is a u64: "negative" would show as a huge wrapped value
+            prop_assert!(o.avail_grant < 4 * GIB, "{}: avail_grant {} wrapped?", o.name, o.avail_grant);
+            let text = sim.get_param(ci, &format!("osc.{}.cur_grant_bytes", o.name)).expect("cur_grant_bytes");
+            prop_assert_eq!(text.trim_end().parse::<u64>().ok(), Some(o.avail_grant), "cur_grant_bytes {:?}", text);
+            // cached writes wait below max_dirty_mb; a synchronous piece is at most one RPC window
+            prop_assert!(
+                o.dirty_pages <= o.max_dirty_pages.max(o.mppr),
+                "{}: {} dirty pages over max_dirty {} pages",
+                o.name,
+                o.dirty_pages,
+                o.max_dirty_pages
+            );
+        }
+        prop_assert_eq!(c.dirty_pages, osc_dirty, "client {}: dirty pages differ from the sum of its OSCs'", ci);
+    }
+    Ok(())
+}
+
+/// Per OSC: every section of the printed rpc_stats sums to the RPCs sent (replied ones, counted
+/// by read_bytes/write_bytes in `stats`, plus those still in flight); the printed instantaneous
+/// lines equal the state; no RPC is larger than max_pages_per_rpc; the `stats` text agrees with
+/// the byte counters.
+fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
+    for (ci, c) in sim.clients.iter().enumerate() {
+        for &oi in &c.oscs {
+            let o = &sim.oscs[oi as usize];
+            let text = sim.get_param(ci, &format!("osc.{}.rpc_stats", o.name)).expect("rpc_stats");
+            let rs = parse_rpc_stats(&text);
+            prop_assert_eq!(rs.read_in_flight, o.r_in_flight as u64);
+            prop_assert_eq!(rs.write_in_flight, o.w_in_flight as u64);
+            prop_assert_eq!(rs.pending_write_pages, o.pending_w_pages);
+            prop_assert_eq!(rs.pending_read_pages, o.pending_r_pages);
+            let reads = o.stats.get(OscCtr::ReadBytes).count + o.r_in_flight as u64;
+            let writes = o.stats.get(OscCtr::WriteBytes).count + o.w_in_flight as u64;
+            prop_assert_eq!(rs.sections.len(), 3);
+            for (title, rows) in &rs.sections {
+                prop_assert_eq!(row_sums(rows), (reads, writes), "{}: section {:?}:\n{}", o.name, title, text);
+            }
+            let biggest = o.mppr.next_power_of_two() as i64;
+            for row in rs.pages_per_rpc() {
+                prop_assert!(
+                    row.label <= biggest || (row.read == 0 && row.write == 0),
+                    "{}: RPCs of {} pages with max_pages_per_rpc {}",
+                    o.name,
+                    row.label,
+                    o.mppr
+                );
+            }
+            let stats = sim.get_param(ci, &format!("osc.{}.stats", o.name)).expect("stats");
+            let printed = |name| stats_counter(&stats, name).unwrap_or((0, 0));
+            let (rb, wb) = (o.stats.get(OscCtr::ReadBytes), o.stats.get(OscCtr::WriteBytes));
+            prop_assert_eq!(printed("read_bytes"), (rb.count, o.osc_read_bytes as i64), "{}:\n{}", o.name, stats);
+            prop_assert_eq!(printed("write_bytes"), (wb.count, o.osc_write_bytes as i64), "{}:\n{}", o.name, stats);
+        }
+    }
+    Ok(())
+}
+
+/// Checks the in-flight limit at one step: reads + writes of an OSC never above
+/// max_rpcs_in_flight + 1 (the simulator has no high-priority flushes).
+fn in_flight_within_limit(sim: &Sim) -> Result<(), TestCaseError> {
+    for o in &sim.oscs {
+        prop_assert!(
+            o.r_in_flight + o.w_in_flight <= o.mrif + 1,
+            "{}: {} reads + {} writes in flight, max_rpcs_in_flight {} at {} ns",
+            o.name,
+            o.r_in_flight,
+            o.w_in_flight,
+            o.mrif,
+            sim.now
+        );
+    }
+    Ok(())
+}
+
+/// 12 cases per property; `PFSIM_PROP_CASES=500 cargo test --release --test properties` for a
+/// deeper search.
+fn config() -> ProptestConfig {
+    let cases = std::env::var("PFSIM_PROP_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    ProptestConfig { cases, max_shrink_iters: 64, ..ProptestConfig::default() }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// `check_invariants()`, grant, dirty accounting at every step; histograms and `stats` text
+    /// every 50 ms and at the end, when everything has drained.
+    #[test]
+    fn state_invariants_hold_at_every_step(case in case_strategy()) {
+        let mut steps = 0u64;
+        let sim = drive(&case, |sim, _| {
+            step_invariants(sim)?;
+            steps += 1;
+            if steps % 50 == 0 {
+                check_histograms(sim)?;
+            }
+            Ok(())
+        })?;
+        check_histograms(&sim)?;
+        assert_drained(&sim, &case)?;
+    }
+
+    /// Reads + writes in flight per OSC stay at or below max_rpcs_in_flight + 1: sampled at every
+    /// step, and for every RPC sent through `req_active` (in flight at send, this one included)
+    /// and the printed `rpcs in flight` rows.
+    #[test]
+    fn in_flight_never_above_max_plus_one(case in case_strategy()) {
+        let sim = drive(&case, |sim, _| in_flight_within_limit(sim))?;
+        for (ci, c) in sim.clients.iter().enumerate() {
+            for &oi in &c.oscs {
+                let o = &sim.oscs[oi as usize];
+                let active = o.stats.get(OscCtr::ReqActive);
+                prop_assert!(
+                    active.max <= (o.mrif + 1) as i64,
+                    "{}: {} RPCs in flight at one send, max_rpcs_in_flight {} ({})",
+                    o.name, active.max, o.mrif, case.workload()
+                );
+                let rs = parse_rpc_stats(&sim.get_param(ci, &format!("osc.{}.rpc_stats", o.name)).unwrap());
+                for row in rs.rpcs_in_flight().iter().filter(|r| r.read + r.write > 0) {
+                    prop_assert!(row.label <= (o.mrif + 1) as i64, "{}: rpcs in flight row {}", o.name, row.label);
+                }
+            }
+        }
+    }
+
+    /// Once flushed, application write bytes equal write-RPC bytes when no page is rewritten while
+    /// dirty, and never fall short of them otherwise; read RPCs bring in what sequential readers
+    /// read, plus at most a read-ahead window each, and no page twice.
+    #[test]
+    fn bytes_conserved_once_flushed(case in case_strategy()) {
+        let sim = drive(&case, |_, _| Ok(()))?;
+        assert_drained(&sim, &case)?;
+        let t = sim.totals();
+        let w = case.workload();
+        prop_assert!(t.app_read_bytes + t.app_write_bytes > 0, "{}: no I/O at all", w);
+        if case.writes_never_overwrite_dirty_pages() {
+            prop_assert_eq!(t.app_write_bytes, t.osc_write_bytes, "{}: written != carried by write RPCs", w);
+        } else {
+            prop_assert!(t.osc_write_bytes <= t.app_write_bytes, "{}: RPCs carried {} > written {}", w, t.osc_write_bytes, t.app_write_bytes);
+        }
+        if !case.has_writers() {
+            prop_assert_eq!(t.osc_write_bytes, 0);
+        }
+        // each client fetches a page at most once (its cache, half of 128 GiB, never fills here)
+        let file_bytes: u64 = sim.files.iter().map(|f| f.size.div_ceil(PAGE) * PAGE).sum();
+        prop_assert!(t.osc_read_bytes <= file_bytes * case.clients as u64, "{}: read RPCs {} > {} file bytes", w, t.osc_read_bytes, file_bytes);
+        if case.pure_reader() && t.app_read_bytes > 0 {
+            prop_assert!(t.osc_read_bytes > 0, "{}: reads without read RPCs", w);
+        }
+        if case.sequential_reader_without_wrap() {
+            let per_file_ra = sim.clients[0].ra_max_pages_per_file * PAGE;
+            let readers = (case.threads as usize * case.clients) as u64;
+            prop_assert!(t.osc_read_bytes >= t.app_read_bytes, "{}: read {} but RPCs brought {}", w, t.app_read_bytes, t.osc_read_bytes);
+            prop_assert!(
+                t.osc_read_bytes <= t.app_read_bytes + readers * per_file_ra,
+                "{}: read-ahead beyond one window per reader: app {} rpc {}", w, t.app_read_bytes, t.osc_read_bytes
+            );
+        }
+    }
+}
+
+/// Without fsync, dirty data written by a sequential writer sits in the cache until the kernel
+/// flusher expires it (30 s); once expired, every byte has left in a write RPC.
+#[test]
+fn flusher_writes_back_everything_after_expiry() {
+    let sc = Scenario::new()
+        .duration_ns(40 * SEC)
+        .tunable("osc.max_pages_per_rpc", "256")
+        .job(Job::new("filebench.seqwrite", 12 * KIB).filesize(BIG_FILE).stop_ns(200 * MS));
+    let mut sim = sc.build();
+    sim.run_until(SEC);
+    let t = sim.totals();
+    assert!(t.app_write_bytes > 0);
+    let dirty: u64 = sim.oscs.iter().map(|o| o.dirty_pages).sum();
+    // full 1 MiB extents leave at once; the partial last one waits for the flusher
+    assert!(dirty > 0 && dirty < 256, "{dirty} dirty pages after the writer stopped");
+    assert_eq!(t.app_write_bytes, t.osc_write_bytes + dirty * PAGE);
+    sim.run_until(29 * SEC);
+    assert_eq!(sim.oscs.iter().map(|o| o.dirty_pages).sum::<u64>(), dirty, "flushed before expiry");
+    sim.run_until(40 * SEC);
+    let t = sim.totals();
+    assert_eq!(t.app_write_bytes, t.osc_write_bytes);
+    assert!(sim.oscs.iter().all(|o| o.dirty_pages == 0 && o.w_in_flight == 0));
+}
