@@ -14,7 +14,7 @@ use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHi
 use crate::workload::{self, Role};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ev {
+pub(crate) enum Ev {
     /// An application thread may continue (its op is done, or it retries admission).
     Thread(u32),
     /// The client has set up the pages of a read chunk; it joins the OSC's queue.
@@ -81,7 +81,12 @@ pub struct Sim {
     free_chunks: Vec<u32>,
     next_obj_id: u64,
     next_ost: u32,
+    pub(crate) callbacks: Vec<crate::dlm::Callback>,
+    pub(crate) lock_waiters: Vec<crate::dlm::Waiter>,
 }
+
+/// How long the simulated clients have been up when a scenario starts.
+pub const UPTIME_AT_START_NS: u64 = 86_400_000_000_000;
 
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
@@ -94,7 +99,8 @@ impl Sim {
         let c = cfg.cluster.clone();
         let n_ost = (c.oss * c.osts_per_oss) as u32;
         let mut rng = Rng::new(cfg.seed);
-        let t0 = cfg.start_epoch_ns;
+        // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
+        let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
         let mut sim = Sim {
             style,
             now: 0,
@@ -127,6 +133,8 @@ impl Sim {
             free_chunks: Vec::new(),
             next_obj_id: 0x2_0000_0400,
             next_ost: 0,
+            callbacks: Vec::new(),
+            lock_waiters: Vec::new(),
             rng: Rng::new(0),
             cfg,
         };
@@ -187,6 +195,7 @@ impl Sim {
                     active: true,
                     r_in_flight: 0,
                     w_in_flight: 0,
+                    hp_in_flight: 0,
                     other_in_flight: 0,
                     dirty_pages: 0,
                     pending_w_pages: 0,
@@ -248,6 +257,8 @@ impl Sim {
             reading: vec![BTreeMap::new(); n],
             dirty_pages: vec![0; n],
             writes_in_flight: vec![0; n],
+            locks: vec![Vec::new(); stripe_count as usize],
+            contended: vec![false; stripe_count as usize],
         });
         (self.files.len() - 1) as u32
     }
@@ -301,7 +312,7 @@ impl Sim {
 
     // ------------------------------------------------------------------ event loop
 
-    fn schedule(&mut self, t: u64, ev: Ev) {
+    pub(crate) fn schedule(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
         self.queue.push(Queued { t: t.max(self.now), seq: self.seq, ev });
     }
@@ -330,9 +341,14 @@ impl Sim {
         self.now = self.now.max(t);
     }
 
-    /// Wall-clock time of the simulated cluster (for stats headers).
-    pub fn epoch_ns(&self) -> u64 {
-        self.cfg.start_epoch_ns + self.now
+    /// The clock the statistics headers print: wall-clock time, or for 2.15.0/2.15.1 (LU-16231)
+    /// the time since boot (the client booted `UPTIME_AT_START_NS` before the scenario began).
+    pub fn clock_ns(&self) -> u64 {
+        if self.style == TextStyle::V2_15_0 {
+            UPTIME_AT_START_NS + self.now
+        } else {
+            self.cfg.start_epoch_ns + self.now
+        }
     }
 
     fn chunk(&self, id: u32) -> &ReadChunk {
@@ -358,6 +374,13 @@ impl Sim {
                         return;
                     }
                     self.finish_op(tid);
+                }
+                OpState::WaitLock => {
+                    self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Running;
+                    if self.ensure_locks(tid) {
+                        self.begin_io(tid);
+                    }
+                    return;
                 }
                 OpState::WaitIo | OpState::WaitSync => return,
             }
@@ -396,10 +419,18 @@ impl Sim {
             waits: 0,
             ready_at: self.now,
             fsync: req.fsync_after,
+            locked: false,
         });
-        match req.kind {
+        if self.ensure_locks(tid) {
+            self.begin_io(tid);
+        }
+    }
+
+    /// The op holds its locks: move its data.
+    fn begin_io(&mut self, tid: u32) {
+        match self.threads[tid as usize].op.as_ref().expect("op").kind {
             OpKind::Write => self.continue_write(tid),
-            OpKind::Read => self.start_read(tid, req.file_slot),
+            OpKind::Read => self.start_read(tid, 0),
         }
     }
 
@@ -854,7 +885,7 @@ impl Sim {
 
     /// osc_check_rpcs(): send what may be sent within the in-flight limit. Reads and writes
     /// share the limit, and a normal object may go one above it (max + 1).
-    fn check_rpcs(&mut self, osc_i: u32) {
+    pub(crate) fn check_rpcs(&mut self, osc_i: u32) {
         loop {
             let osc = &self.oscs[osc_i as usize];
             if !osc.active {
@@ -862,6 +893,10 @@ impl Sim {
             }
             let in_flight = osc.r_in_flight + osc.w_in_flight;
             if in_flight > osc.mrif {
+                // high-priority RPCs (pages under a lock being called back) still go (LU-13131)
+                if osc.objects.values().any(|oc| !oc.hp.is_empty()) && self.try_write_rpc(osc_i) {
+                    continue;
+                }
                 return;
             }
             let sent_write = self.try_write_rpc(osc_i);
@@ -915,6 +950,7 @@ impl Sim {
             chunks: ids,
             sync_waiters: Vec::new(),
             files: Vec::new(),
+            hp: false,
         });
         self.send_rpc(id);
         true
@@ -928,16 +964,19 @@ impl Sim {
         let obj = osc
             .objects
             .iter()
-            .find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty())
+            .find(|(_, oc)| !oc.hp.is_empty())
+            .or_else(|| osc.objects.iter().find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty()))
             .or_else(|| if any_waiters { osc.objects.iter().find(|(_, oc)| !oc.extents.is_empty()) } else { None })
             .map(|(&o, _)| o);
         let Some(obj) = obj else { return false };
         let osc = &mut self.oscs[osc_i as usize];
         let mppr = osc.mppr;
         let oc = osc.objects.get_mut(&obj).expect("object");
+        let hp = !oc.hp.is_empty();
         let first = oc
-            .urgent
+            .hp
             .first()
+            .or_else(|| oc.urgent.first())
             .or_else(|| oc.full.first())
             .or_else(|| oc.extents.keys().next())
             .copied()
@@ -999,7 +1038,11 @@ impl Sim {
             chunks: Vec::new(),
             sync_waiters,
             files,
+            hp,
         });
+        if hp {
+            self.oscs[osc_i as usize].hp_in_flight += 1;
+        }
         self.send_rpc(id);
         true
     }
@@ -1143,6 +1186,9 @@ impl Sim {
         osc.last_reply_ns = now;
         if rpc.write {
             osc.w_in_flight -= 1;
+            if rpc.hp {
+                osc.hp_in_flight -= 1;
+            }
             osc.stats.add(OscCtr::WriteBytes, bytes as i64);
             osc.stats.add(OscCtr::OstWrite, wait_us);
             osc.osc_write_bytes += bytes;
@@ -1203,6 +1249,9 @@ impl Sim {
             }
         }
         self.check_rpcs(osc_i);
+        if rpc.write && !self.lock_waiters.is_empty() {
+            self.process_lock_queue();
+        }
     }
 
     // ------------------------------------------------------------------ totals

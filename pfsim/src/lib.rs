@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod device;
+pub mod dlm;
 pub mod engine;
 pub mod model;
 pub mod params;

@@ -44,6 +44,10 @@ pub struct ObjectCache {
     /// Starts of full extents (oo_full_exts) and of urgent ones (oo_urgent_exts).
     pub full: BTreeSet<u64>,
     pub urgent: BTreeSet<u64>,
+    /// Starts of high-priority extents (under a lock being called back, oo_hp_exts).
+    pub hp: BTreeSet<u64>,
+    /// Page ranges of locks being called back: pages dirtied there are high-priority too.
+    pub hp_ranges: Vec<(u64, u64)>,
 }
 
 impl ObjectCache {
@@ -55,6 +59,9 @@ impl ObjectCache {
         if e.urgent {
             self.urgent.insert(start);
         }
+        if self.hp_ranges.iter().any(|&(s, t)| s <= e.end && start <= t) {
+            self.hp.insert(start);
+        }
         self.extents.insert(start, e);
     }
 
@@ -63,7 +70,24 @@ impl ObjectCache {
         let e = self.extents.remove(&start)?;
         self.full.remove(&start);
         self.urgent.remove(&start);
+        self.hp.remove(&start);
         Some(e)
+    }
+
+    /// Make the extents overlapping pages [start, end] high-priority.
+    pub fn make_hp(&mut self, start: u64, end: u64) {
+        let first = self.extents.range(..=start).next_back().map_or(start, |(&s, _)| s);
+        for (&s, e) in self.extents.range(first..=end) {
+            if e.end >= start {
+                self.hp.insert(s);
+            }
+        }
+    }
+
+    /// Whether any dirty page lies in [start, end].
+    pub fn has_pages_in(&self, start: u64, end: u64) -> bool {
+        let first = self.extents.range(..=start).next_back().map_or(start, |(&s, _)| s);
+        self.extents.range(first..=end).any(|(_, e)| e.end >= start)
     }
 
     /// Mark every extent born at or before `cutoff` (all with `u64::MAX`) urgent; true if any was.
@@ -112,6 +136,8 @@ pub struct Osc {
     // state
     pub r_in_flight: u32,
     pub w_in_flight: u32,
+    /// High-priority write RPCs in flight (lock callbacks).
+    pub hp_in_flight: u32,
     pub other_in_flight: u32,
     pub dirty_pages: u64,
     pub pending_w_pages: u64,
@@ -193,6 +219,10 @@ pub struct File {
     pub reading: Vec<BTreeMap<u64, (u64, u32)>>,
     pub dirty_pages: Vec<u64>,
     pub writes_in_flight: Vec<u32>,
+    /// Granted extent locks, per stripe object.
+    pub locks: Vec<Vec<crate::dlm::Lock>>,
+    /// Per stripe object: has a lock conflict been seen (the OST then grows locks less).
+    pub contended: Vec<bool>,
 }
 
 impl File {
@@ -231,6 +261,8 @@ pub enum OpState {
     WaitIo,
     /// Waiting for fsync to drain the file.
     WaitSync,
+    /// Waiting for an extent lock (enqueue, or callbacks of conflicting locks).
+    WaitLock,
 }
 
 #[derive(Clone, Debug)]
@@ -246,6 +278,8 @@ pub struct Op {
     pub waits: u32,
     pub ready_at: u64,
     pub fsync: bool,
+    /// The op holds references on locks covering it.
+    pub locked: bool,
 }
 
 /// What an application thread does; see workload.rs.
@@ -289,4 +323,5 @@ pub struct Rpc {
     pub chunks: Vec<u32>,
     pub sync_waiters: Vec<u32>,
     pub files: Vec<(u32, u64)>,
+    pub hp: bool,
 }

@@ -125,7 +125,7 @@ impl Sim {
             return Ok(format!("{}\n", self.clients[client].global_max_dirty_pages / 256));
         }
         let (kind, dev, param) = Sim::split(name)?;
-        let now = self.epoch_ns();
+        let now = self.clock_ns();
         let style = self.style;
         match kind {
             "osc" => {
@@ -250,7 +250,7 @@ impl Sim {
             return Ok(());
         }
         let (kind, dev, param) = Sim::split(name)?;
-        let now = self.epoch_ns();
+        let now = self.clock_ns();
         let brw_pages = self.cfg.cluster.brw_size_bytes / PAGE;
         match kind {
             "osc" => {

@@ -15,3 +15,10 @@ fn one(mppr: &str, md: &str, stripe: u64, mrif: &str) {
 fn dbg() {
     for (m, md, s, r) in [("257","1",65536,"1"),("256","1",65536,"1"),("257","2",65536,"1"),("257","1",1<<20,"1"),("257","1",65536,"8"),("100","1",65536,"8"),("300","1",1<<20,"8"),("1024","1",1<<20,"8"),("1024","4",1<<20,"8")] { one(m, md, s, r); }
 }
+#[test]
+fn dbg2() {
+    let sc = Scenario::new().job(Job::new("filebench.randomwrite", 4*MIB).filesize(4*GIB).stripes(1, 65536));
+    eprintln!("{}", sc.json());
+    let sim = sc.build();
+    eprintln!("files {:?}", sim.files.iter().map(|f| (f.stripe_size, f.osts.clone(), f.chunk_end(300032))).collect::<Vec<_>>());
+}

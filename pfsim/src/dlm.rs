@@ -1,0 +1,240 @@
+//! LDLM extent locks on OST objects, as far as they shape client I/O: a client needs a lock
+//! covering what it reads (PR) or writes (PW); the OST grants the largest extent that conflicts
+//! with no other client's lock (the whole object when nobody else uses it); a conflicting lock is
+//! called back: its holder writes the dirty pages under it as high-priority RPCs (allowed past
+//! max_rpcs_in_flight), drops its cached pages there, and cancels it.
+
+use crate::engine::{Ev, Sim};
+use crate::model::{OpKind, OpState, PAGE};
+use crate::engine::interval_remove;
+use crate::stats::OscCtr;
+
+/// A granted extent lock on one object (pages, inclusive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lock {
+    pub client: u32,
+    pub start: u64,
+    pub end: u64,
+    pub write: bool,
+    /// Called back: new I/O may not use it; it goes once its pages are written.
+    pub cancelling: bool,
+}
+
+/// A called-back lock, waiting for its holder's pages to be written.
+#[derive(Clone, Copy, Debug)]
+pub struct Callback {
+    pub file: u32,
+    pub stripe: usize,
+    pub lock: Lock,
+}
+
+/// A thread's lock request queued at the OST (granted in order).
+#[derive(Clone, Copy, Debug)]
+pub struct Waiter {
+    pub tid: u32,
+    pub client: u32,
+    pub file: u32,
+    pub stripe: usize,
+    pub start: u64,
+    pub end: u64,
+    pub write: bool,
+}
+
+fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
+    held.client != client && held.start <= end && start <= held.end && (write || held.write)
+}
+
+impl Sim {
+    /// Make sure the current op of `tid` holds locks over what it touches; returns false when the
+    /// thread must wait (the grant or the callbacks will wake it).
+    pub(crate) fn ensure_locks(&mut self, tid: u32) -> bool {
+        let th = &self.threads[tid as usize];
+        let op = th.op.as_ref().expect("op");
+        if op.locked {
+            return true;
+        }
+        let (client, file, write) = (th.client, op.file as usize, op.kind == OpKind::Write);
+        let first = op.offset / PAGE;
+        let last = ((op.offset + op.len).max(1) - 1) / PAGE;
+        // object page ranges the op touches, per stripe
+        let f = &self.files[file];
+        let mut ranges: Vec<(usize, u64, u64)> = Vec::new();
+        let mut p = first;
+        while p <= last {
+            let (stripe, obj_page) = f.map(p);
+            let run_end = last.min(f.chunk_end(p));
+            let obj_end = obj_page + (run_end - p);
+            match ranges.iter_mut().find(|r| r.0 == stripe) {
+                Some(r) => {
+                    r.1 = r.1.min(obj_page);
+                    r.2 = r.2.max(obj_end);
+                }
+                None => ranges.push((stripe, obj_page, obj_end)),
+            }
+            p = run_end + 1;
+        }
+        for (stripe, start, end) in ranges {
+            let covered = self.files[file].locks[stripe]
+                .iter()
+                .any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write));
+            if !covered {
+                self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write });
+                self.process_lock_queue();
+                return false;
+            }
+        }
+        self.threads[tid as usize].op.as_mut().expect("op").locked = true;
+        true
+    }
+
+    /// Grant queued requests in order; call back whatever stands in their way. Repeats while
+    /// callbacks finish at once (holders with nothing dirty under the lock).
+    pub(crate) fn process_lock_queue(&mut self) {
+        loop {
+            let callbacks_before = self.callbacks.len();
+            self.finish_callbacks();
+            let waiting_before = self.lock_waiters.len();
+            self.grant_pass();
+            self.finish_callbacks();
+            if self.callbacks.len() >= callbacks_before && self.lock_waiters.len() == waiting_before {
+                return;
+            }
+            if self.lock_waiters.is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn grant_pass(&mut self) {
+        let mut i = 0;
+        while i < self.lock_waiters.len() {
+            let w = self.lock_waiters[i];
+            // an earlier conflicting request of another client goes first (the OST's queue)
+            let queued_before = self.lock_waiters[..i].iter().any(|e| {
+                e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
+            });
+            let blocking: Vec<Lock> = self.files[w.file as usize].locks[w.stripe]
+                .iter()
+                .copied()
+                .filter(|l| conflicts(l, w.client, w.start, w.end, w.write))
+                .collect();
+            if blocking.is_empty() && !queued_before {
+                self.lock_waiters.remove(i);
+                self.grant(w);
+                continue;
+            }
+            for lock in blocking.into_iter().filter(|l| !l.cancelling) {
+                self.files[w.file as usize].contended[w.stripe] = true;
+                self.call_back(w.file, w.stripe, lock);
+            }
+            i += 1;
+        }
+    }
+
+    /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
+    fn call_back(&mut self, file: u32, stripe: usize, lock: Lock) {
+        let locks = &mut self.files[file as usize].locks[stripe];
+        let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
+        l.cancelling = true;
+        let cancelling = *l;
+        self.callbacks.push(Callback { file, stripe, lock: cancelling });
+        let f = &self.files[file as usize];
+        let obj = f.obj_ids[stripe];
+        let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
+        let oc = self.oscs[osc_i as usize].objects.entry(obj).or_default();
+        oc.hp_ranges.push((lock.start, lock.end));
+        oc.make_hp(lock.start, lock.end);
+        self.check_rpcs(osc_i);
+    }
+
+    /// Cancel every called-back lock whose pages are all on the OST.
+    fn finish_callbacks(&mut self) {
+        let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
+        let mut i = 0;
+        while i < self.callbacks.len() {
+            let cb = self.callbacks[i];
+            let f = &self.files[cb.file as usize];
+            let obj = f.obj_ids[cb.stripe];
+            let osc_i = self.clients[cb.lock.client as usize].oscs[f.osts[cb.stripe] as usize];
+            let osc = &self.oscs[osc_i as usize];
+            let dirty = osc.objects.get(&obj).is_some_and(|oc| oc.has_pages_in(cb.lock.start, cb.lock.end));
+            if dirty || osc.hp_in_flight > 0 {
+                i += 1;
+                continue;
+            }
+            self.callbacks.swap_remove(i);
+            self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
+            let osc = &mut self.oscs[osc_i as usize];
+            osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
+            osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+            if let Some(oc) = osc.objects.get_mut(&obj) {
+                oc.hp_ranges.retain(|&r| r != (cb.lock.start, cb.lock.end));
+            }
+            self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
+        }
+    }
+
+    /// Grant the largest extent around the request that no other client's lock conflicts with.
+    fn grant(&mut self, w: Waiter) {
+        let locks = &mut self.files[w.file as usize].locks[w.stripe];
+        let mut lo = 0u64;
+        let mut hi = u64::MAX;
+        for l in locks.iter().filter(|l| l.client != w.client && (w.write || l.write)) {
+            if l.end < w.start {
+                lo = lo.max(l.end + 1);
+            } else if l.start > w.end {
+                hi = hi.min(l.start - 1);
+            }
+        }
+        // on a contended object the OST grows a lock by at most LDLM_MAX_GROWN_EXTENT (32 MiB)
+        if self.files[w.file as usize].contended[w.stripe] {
+            const MAX_GROWN: u64 = (32 << 20) / PAGE;
+            lo = lo.max(w.start.saturating_sub(MAX_GROWN));
+            hi = hi.min(w.end.saturating_add(MAX_GROWN));
+        }
+        let locks = &mut self.files[w.file as usize].locks[w.stripe];
+        // the client's own locks inside the new one, of the same or a weaker mode, merge into it
+        locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
+        locks.push(Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false });
+        let c = &self.cfg.cluster;
+        let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
+        let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
+        let osc = &mut self.oscs[osc_i as usize];
+        osc.stats.add(OscCtr::LdlmExtentEnqueue, 1);
+        osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+        // the op that asked holds a reference: it proceeds even if the lock is called back
+        if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
+            op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
+        }
+        self.schedule(self.now + rtt, Ev::Thread(w.tid));
+    }
+
+    /// Forget a client's cached pages under a cancelled lock (the cancel discards them).
+    fn drop_cached_object_range(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
+        let f = &self.files[file as usize];
+        if f.cache[client].is_empty() {
+            return;
+        }
+        let n = f.osts.len() as u64;
+        let removed = if n == 1 {
+            interval_remove(&mut self.files[file as usize].cache[client], start, end)
+        } else {
+            // walk the object's stripe chunks inside [start, end] and map them back to file pages
+            let sp = f.stripe_size / PAGE;
+            let end = end.min(f.size.div_ceil(PAGE).div_ceil(n) + sp);
+            let mut removed = 0;
+            let mut chunk = start / sp;
+            while chunk * sp <= end {
+                let (cs, ce) = ((chunk * sp).max(start), (chunk * sp + sp - 1).min(end));
+                let file_chunk = chunk * n + stripe as u64;
+                let (fs, fe) = (file_chunk * sp + cs % sp, file_chunk * sp + ce % sp);
+                removed += interval_remove(&mut self.files[file as usize].cache[client], fs, fe);
+                chunk += 1;
+            }
+            removed
+        };
+        let cl = &mut self.clients[client];
+        cl.cached_pages -= removed.min(cl.cached_pages);
+    }
+}
