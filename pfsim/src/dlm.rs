@@ -40,6 +40,30 @@ pub struct Waiter {
     pub write: bool,
 }
 
+/// Parts of [start, end] outside every range in `covered`.
+fn uncovered(start: u64, end: u64, covered: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut parts = vec![(start, end)];
+    for &(cs, ce) in covered {
+        parts = parts
+            .into_iter()
+            .flat_map(|(s, e)| {
+                if ce < s || cs > e {
+                    return vec![(s, e)];
+                }
+                let mut out = Vec::new();
+                if cs > s {
+                    out.push((s, cs - 1));
+                }
+                if ce < e {
+                    out.push((ce + 1, e));
+                }
+                out
+            })
+            .collect();
+    }
+    parts
+}
+
 fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
     held.client != client && held.start <= end && start <= held.end && (write || held.write)
 }
@@ -92,21 +116,17 @@ impl Sim {
     /// callbacks finish at once (holders with nothing dirty under the lock).
     pub(crate) fn process_lock_queue(&mut self) {
         loop {
-            let callbacks_before = self.callbacks.len();
-            self.finish_callbacks();
-            let waiting_before = self.lock_waiters.len();
-            self.grant_pass();
-            self.finish_callbacks();
-            if self.callbacks.len() >= callbacks_before && self.lock_waiters.len() == waiting_before {
-                return;
-            }
-            if self.lock_waiters.is_empty() {
+            let cancelled = self.finish_callbacks();
+            let granted = self.grant_pass();
+            if cancelled == 0 && granted == 0 {
                 return;
             }
         }
     }
 
-    fn grant_pass(&mut self) {
+    /// One pass over the queue; returns how many requests were granted.
+    fn grant_pass(&mut self) -> usize {
+        let mut granted = 0;
         let mut i = 0;
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
@@ -122,6 +142,7 @@ impl Sim {
             if blocking.is_empty() && !queued_before {
                 self.lock_waiters.remove(i);
                 self.grant(w);
+                granted += 1;
                 continue;
             }
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
@@ -130,6 +151,7 @@ impl Sim {
             }
             i += 1;
         }
+        granted
     }
 
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
@@ -142,14 +164,13 @@ impl Sim {
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
-        let oc = self.oscs[osc_i as usize].objects.entry(obj).or_default();
-        oc.hp_ranges.push((lock.start, lock.end));
-        oc.make_hp(lock.start, lock.end);
+        self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
     }
 
-    /// Cancel every called-back lock whose pages are all on the OST.
-    fn finish_callbacks(&mut self) {
+    /// Cancel every called-back lock whose pages are all on the OST; returns how many.
+    fn finish_callbacks(&mut self) -> usize {
+        let mut cancelled = 0;
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
         let mut i = 0;
         while i < self.callbacks.len() {
@@ -158,8 +179,24 @@ impl Sim {
             let obj = f.obj_ids[cb.stripe];
             let osc_i = self.clients[cb.lock.client as usize].oscs[f.osts[cb.stripe] as usize];
             let osc = &self.oscs[osc_i as usize];
-            let dirty = osc.objects.get(&obj).is_some_and(|oc| oc.has_pages_in(cb.lock.start, cb.lock.end));
-            if dirty || osc.hp_in_flight > 0 {
+            // pages dirtied under the holder's newer locks belong to those, not to this one
+            let newer: Vec<(u64, u64)> = f.locks[cb.stripe]
+                .iter()
+                .filter(|l| l.client == cb.lock.client && !l.cancelling)
+                .map(|l| (l.start, l.end))
+                .collect();
+            let own = uncovered(cb.lock.start, cb.lock.end, &newer);
+            let dirty = osc.objects.get(&obj).is_some_and(|oc| own.iter().any(|&(s, e)| oc.has_pages_in(s, e)));
+            let writing = osc.objects.get(&obj).is_some_and(|oc| oc.hp_in_flight > 0);
+            if dirty || writing {
+                // pages the op holding the lock dirtied since the callback go at high priority too
+                if dirty {
+                    let oc = self.oscs[osc_i as usize].objects.get_mut(&obj).expect("object");
+                    for &(s, e) in &own {
+                        oc.make_hp(s, e);
+                    }
+                    self.check_rpcs(osc_i);
+                }
                 i += 1;
                 continue;
             }
@@ -168,23 +205,32 @@ impl Sim {
             let osc = &mut self.oscs[osc_i as usize];
             osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
             osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
-            if let Some(oc) = osc.objects.get_mut(&obj) {
-                oc.hp_ranges.retain(|&r| r != (cb.lock.start, cb.lock.end));
-            }
             self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
+            cancelled += 1;
         }
+        cancelled
     }
 
-    /// Grant the largest extent around the request that no other client's lock conflicts with.
+    /// Grant the largest extent around the request that no other client's lock, granted or
+    /// queued, conflicts with.
     fn grant(&mut self, w: Waiter) {
-        let locks = &mut self.files[w.file as usize].locks[w.stripe];
         let mut lo = 0u64;
         let mut hi = u64::MAX;
-        for l in locks.iter().filter(|l| l.client != w.client && (w.write || l.write)) {
-            if l.end < w.start {
-                lo = lo.max(l.end + 1);
-            } else if l.start > w.end {
-                hi = hi.min(l.start - 1);
+        let others = self.files[w.file as usize].locks[w.stripe]
+            .iter()
+            .filter(|l| l.client != w.client && (w.write || l.write))
+            .map(|l| (l.start, l.end))
+            .chain(
+                self.lock_waiters
+                    .iter()
+                    .filter(|e| e.file == w.file && e.stripe == w.stripe && e.client != w.client && (w.write || e.write))
+                    .map(|e| (e.start, e.end)),
+            );
+        for (start, end) in others {
+            if end < w.start {
+                lo = lo.max(end + 1);
+            } else if start > w.end {
+                hi = hi.min(start - 1);
             }
         }
         // on a contended object the OST grows a lock by at most LDLM_MAX_GROWN_EXTENT (32 MiB)

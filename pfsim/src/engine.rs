@@ -81,6 +81,11 @@ pub struct Sim {
     free_chunks: Vec<u32>,
     next_obj_id: u64,
     next_ost: u32,
+    /// Events processed by kind: application threads, read set-up, RPC steps, flusher ticks
+    /// (what a run spends its time on).
+    pub ev_kinds: [u64; 4],
+    /// When the MDS is next free to serve an open or close.
+    mds_free_at: u64,
     pub(crate) callbacks: Vec<crate::dlm::Callback>,
     pub(crate) lock_waiters: Vec<crate::dlm::Waiter>,
 }
@@ -133,6 +138,8 @@ impl Sim {
             free_chunks: Vec::new(),
             next_obj_id: 0x2_0000_0400,
             next_ost: 0,
+            ev_kinds: [0; 4],
+            mds_free_at: 0,
             callbacks: Vec::new(),
             lock_waiters: Vec::new(),
             rng: Rng::new(0),
@@ -163,7 +170,8 @@ impl Sim {
                 checksums: true,
                 fast_read: true,
                 statahead_max: 32,
-                global_max_dirty_pages: ram_pages / 2,
+                // obd_max_dirty_pages: half the RAM, a quarter on nodes with 512 MiB or less
+                global_max_dirty_pages: if ram_pages * PAGE <= 512 << 20 { ram_pages / 4 } else { ram_pages / 2 },
                 mdc_rif: 8,
                 mdc_mod_rif: 7,
                 ra_inflight_pages: 0,
@@ -184,7 +192,12 @@ impl Sim {
                     ost,
                     name: format!("{}-OST{:04x}-osc-{:016x}", c.fsname, ost, instance),
                     mppr: brw_pages.min(16384),
-                    mrif: if ram_pages * PAGE <= 128 << 20 { 2 } else { 8 },
+                    mrif: match ram_pages * PAGE {
+                        r if r <= 128 << 20 => 2,
+                        r if r <= 256 << 20 => 3,
+                        r if r <= 512 << 20 => 4,
+                        _ => 8,
+                    },
                     max_dirty_pages: 0,
                     short_io_bytes: 16384,
                     checksums: true,
@@ -326,6 +339,13 @@ impl Sim {
             let q = self.queue.pop().expect("peeked");
             self.now = q.t;
             self.events += 1;
+            let kind = match q.ev {
+                Ev::Thread(_) => 0,
+                Ev::ChunkReady(..) => 1,
+                Ev::Rpc(_) => 2,
+                Ev::Flusher(_) => 3,
+            };
+            self.ev_kinds[kind] += 1;
             match q.ev {
                 Ev::Thread(tid) => self.on_thread(tid),
                 Ev::ChunkReady(osc, ch) => {
@@ -403,9 +423,6 @@ impl Sim {
         let file = th.files[req.file_slot];
         let client = th.client as usize;
         if req.reopen {
-            let st = &mut self.clients[client].stats;
-            st.add(LliteCtr::Open, 80);
-            st.add(LliteCtr::Close, 50);
             th.ras[req.file_slot] = Readahead::default();
         }
         th.op = Some(Op {
@@ -421,9 +438,34 @@ impl Sim {
             fsync: req.fsync_after,
             locked: false,
         });
-        if self.ensure_locks(tid) {
+        if req.reopen {
+            let t = self.reopen(client);
+            // the op begins once the file is open again
+            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
+            self.schedule(t, Ev::Thread(tid));
+        } else if self.ensure_locks(tid) {
             self.begin_io(tid);
         }
+    }
+
+    /// Close and open a file: two RPCs to the one MDS, which serves them in order (its service
+    /// time is the OSS's). Returns when the open's reply is back.
+    fn reopen(&mut self, client: usize) -> u64 {
+        let c = &self.cfg.cluster;
+        let (lat, svc) = (c.net_latency_ns, c.oss_service_ns.max(1));
+        let mut t = self.now;
+        let mut lat_us = [0i64; 2];
+        for l in &mut lat_us {
+            let start = (t + lat).max(self.mds_free_at);
+            self.mds_free_at = start + svc;
+            let done = start + svc + lat;
+            *l = ((done - t) / 1000) as i64;
+            t = done;
+        }
+        let st = &mut self.clients[client].stats;
+        st.add(LliteCtr::Close, lat_us[0]);
+        st.add(LliteCtr::Open, lat_us[1]);
+        t
     }
 
     /// The op holds its locks: move its data.
@@ -477,7 +519,17 @@ impl Sim {
             let mppr = osc.mppr;
             let window_end = obj_page - obj_page % mppr + mppr - 1;
             let run_end_file = last_page.min(f.chunk_end(page)).min(page + (window_end - obj_page));
-            let n = run_end_file - page + 1;
+            let mut n = run_end_file - page + 1;
+            // a window larger than the dirty room is admitted in parts (Lustre admits page by page)
+            let cl = &self.clients[client];
+            let room = osc
+                .max_dirty_pages
+                .saturating_sub(osc.dirty_pages)
+                .min(cl.global_max_dirty_pages.saturating_sub(cl.dirty_pages));
+            if room > 0 && room < n {
+                n = room;
+            }
+            let run_end_file = page + n - 1;
             match self.admit(osc_i, obj, obj_page, obj_page + n - 1, op.file, client) {
                 Admit::Ok => {}
                 Admit::Wait => {
@@ -886,6 +938,7 @@ impl Sim {
     /// osc_check_rpcs(): send what may be sent within the in-flight limit. Reads and writes
     /// share the limit, and a normal object may go one above it (max + 1).
     pub(crate) fn check_rpcs(&mut self, osc_i: u32) {
+        let mut read_turn = false;
         loop {
             let osc = &self.oscs[osc_i as usize];
             if !osc.active {
@@ -899,11 +952,17 @@ impl Sim {
                 }
                 return;
             }
-            let sent_write = self.try_write_rpc(osc_i);
-            let sent_read = self.try_read_rpc(osc_i);
-            if !sent_write && !sent_read {
+            // one RPC per pass, so the limit is checked before each; writes and reads take
+            // turns, as osc_check_rpcs() sends an object's write RPC and then its read RPC
+            let sent = if read_turn {
+                self.try_read_rpc(osc_i) || self.try_write_rpc(osc_i)
+            } else {
+                self.try_write_rpc(osc_i) || self.try_read_rpc(osc_i)
+            };
+            if !sent {
                 return;
             }
+            read_turn = !read_turn;
         }
     }
 
@@ -1041,7 +1100,9 @@ impl Sim {
             hp,
         });
         if hp {
-            self.oscs[osc_i as usize].hp_in_flight += 1;
+            let osc = &mut self.oscs[osc_i as usize];
+            osc.hp_in_flight += 1;
+            osc.objects.get_mut(&obj).expect("object").hp_in_flight += 1;
         }
         self.send_rpc(id);
         true
@@ -1188,6 +1249,9 @@ impl Sim {
             osc.w_in_flight -= 1;
             if rpc.hp {
                 osc.hp_in_flight -= 1;
+                if let Some(oc) = osc.objects.get_mut(&rpc.obj) {
+                    oc.hp_in_flight -= 1;
+                }
             }
             osc.stats.add(OscCtr::WriteBytes, bytes as i64);
             osc.stats.add(OscCtr::OstWrite, wait_us);
@@ -1214,7 +1278,8 @@ impl Sim {
             }
             for tid in rpc.sync_waiters {
                 if let Some(op) = self.threads[tid as usize].op.as_mut() {
-                    op.state = OpState::Running;
+                    // the synchronous piece is on the OST: write the rest of the op
+                    op.state = OpState::WaitCache;
                 }
                 self.schedule(now, Ev::Thread(tid));
             }

@@ -46,8 +46,8 @@ pub struct ObjectCache {
     pub urgent: BTreeSet<u64>,
     /// Starts of high-priority extents (under a lock being called back, oo_hp_exts).
     pub hp: BTreeSet<u64>,
-    /// Page ranges of locks being called back: pages dirtied there are high-priority too.
-    pub hp_ranges: Vec<(u64, u64)>,
+    /// High-priority write RPCs of this object in flight.
+    pub hp_in_flight: u32,
 }
 
 impl ObjectCache {
@@ -58,9 +58,6 @@ impl ObjectCache {
         }
         if e.urgent {
             self.urgent.insert(start);
-        }
-        if self.hp_ranges.iter().any(|&(s, t)| s <= e.end && start <= t) {
-            self.hp.insert(start);
         }
         self.extents.insert(start, e);
     }
@@ -136,7 +133,7 @@ pub struct Osc {
     // state
     pub r_in_flight: u32,
     pub w_in_flight: u32,
-    /// High-priority write RPCs in flight (lock callbacks).
+    /// High-priority write RPCs in flight (lock callbacks), all objects.
     pub hp_in_flight: u32,
     pub other_in_flight: u32,
     pub dirty_pages: u64,
@@ -261,7 +258,8 @@ pub enum OpState {
     WaitIo,
     /// Waiting for fsync to drain the file.
     WaitSync,
-    /// Waiting for an extent lock (enqueue, or callbacks of conflicting locks).
+    /// Waiting to begin: for the file's open on the MDS, or for an extent lock (enqueue, or
+    /// callbacks of conflicting locks).
     WaitLock,
 }
 

@@ -242,9 +242,10 @@ impl Sim {
         }
         let ram_pages = self.clients[client].ram_pages;
         if name == "max_dirty_mb" {
+            // max_dirty_mb_store(): more than 90% of RAM or less than 4 MiB is EINVAL
             let v = kstrtoull(value, 10)?;
-            if v == 0 || v.saturating_mul(256) > ram_pages {
-                return Err(ERANGE);
+            if v.saturating_mul(256) > ram_pages / 10 * 9 || v < 4 {
+                return Err(EINVAL);
             }
             self.clients[client].global_max_dirty_pages = v * 256;
             return Ok(());

@@ -23,7 +23,7 @@ cluster:
   preset: cloudlab-c6525
   clients: 1
 jobs:
-  - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 10g}
+  - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 100g}
 """
 
 #: The empty configuration is Lustre's default (max_pages_per_rpc 1024, max_rpcs_in_flight 8).
