@@ -117,16 +117,18 @@ impl Sim {
     pub(crate) fn process_lock_queue(&mut self) {
         loop {
             let cancelled = self.finish_callbacks();
-            let granted = self.grant_pass();
-            if cancelled == 0 && granted == 0 {
+            let (granted, called_back) = self.grant_pass();
+            // a lock just called back may go at once (nothing dirty under it): go round again
+            if cancelled == 0 && granted == 0 && called_back == 0 {
                 return;
             }
         }
     }
 
-    /// One pass over the queue; returns how many requests were granted.
-    fn grant_pass(&mut self) -> usize {
-        let mut granted = 0;
+    /// One pass over the queue; returns how many requests were granted and how many locks
+    /// were called back.
+    fn grant_pass(&mut self) -> (usize, usize) {
+        let (mut granted, mut called_back) = (0, 0);
         let mut i = 0;
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
@@ -148,10 +150,11 @@ impl Sim {
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
                 self.files[w.file as usize].contended[w.stripe] = true;
                 self.call_back(w.file, w.stripe, lock);
+                called_back += 1;
             }
             i += 1;
         }
-        granted
+        (granted, called_back)
     }
 
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.

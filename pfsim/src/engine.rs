@@ -954,11 +954,8 @@ impl Sim {
             }
             // one RPC per pass, so the limit is checked before each; writes and reads take
             // turns, as osc_check_rpcs() sends an object's write RPC and then its read RPC
-            let sent = if read_turn {
-                self.try_read_rpc(osc_i) || self.try_write_rpc(osc_i)
-            } else {
-                self.try_write_rpc(osc_i) || self.try_read_rpc(osc_i)
-            };
+            let order = if read_turn { [false, true] } else { [true, false] };
+            let sent = order.into_iter().any(|write| if write { self.try_write_rpc(osc_i) } else { self.try_read_rpc(osc_i) });
             if !sent {
                 return;
             }

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from pfstune.errors import ScenarioError, UserError
-from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, load_scenario, parse_scenario
 from pfstune.sim.presets import FIELDS, PRESETS
+from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, load_scenario, parse_scenario
 
 GOOD = """\
 name: good
