@@ -80,25 +80,14 @@ impl Sim {
         let (client, file, write) = (th.client, op.file as usize, op.kind == OpKind::Write);
         let first = op.offset / PAGE;
         let last = ((op.offset + op.len).max(1) - 1) / PAGE;
-        // object page ranges the op touches, per stripe
-        let f = &self.files[file];
-        let mut ranges: Vec<(usize, u64, u64)> = Vec::new();
+        // each run of pages contiguous in one object must lie under one of our locks
         let mut p = first;
         while p <= last {
-            let (stripe, obj_page) = f.map(p);
+            let f = &self.files[file];
+            let (stripe, start) = f.map(p);
             let run_end = last.min(f.chunk_end(p));
-            let obj_end = obj_page + (run_end - p);
-            match ranges.iter_mut().find(|r| r.0 == stripe) {
-                Some(r) => {
-                    r.1 = r.1.min(obj_page);
-                    r.2 = r.2.max(obj_end);
-                }
-                None => ranges.push((stripe, obj_page, obj_end)),
-            }
-            p = run_end + 1;
-        }
-        for (stripe, start, end) in ranges {
-            let covered = self.files[file].locks[stripe]
+            let end = start + (run_end - p);
+            let covered = f.locks[stripe]
                 .iter()
                 .any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write));
             if !covered {
@@ -107,6 +96,7 @@ impl Sim {
                 self.process_lock_queue();
                 return false;
             }
+            p = run_end + 1;
         }
         self.threads[tid as usize].op.as_mut().expect("op").locked = true;
         true
@@ -116,7 +106,7 @@ impl Sim {
     /// callbacks finish at once (holders with nothing dirty under the lock).
     pub(crate) fn process_lock_queue(&mut self) {
         loop {
-            let cancelled = self.finish_callbacks();
+            let cancelled = self.finish_callbacks(None);
             let (granted, called_back) = self.grant_pass();
             // a lock just called back may go at once (nothing dirty under it): go round again
             if cancelled == 0 && granted == 0 && called_back == 0 {
@@ -171,8 +161,9 @@ impl Sim {
         self.check_rpcs(osc_i);
     }
 
-    /// Cancel every called-back lock whose pages are all on the OST; returns how many.
-    fn finish_callbacks(&mut self) -> usize {
+    /// Cancel every called-back lock (of the holder OSC `only`, or all) whose pages are all on
+    /// the OST; returns how many.
+    pub(crate) fn finish_callbacks(&mut self, only: Option<u32>) -> usize {
         let mut cancelled = 0;
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
         let mut i = 0;
@@ -181,6 +172,10 @@ impl Sim {
             let f = &self.files[cb.file as usize];
             let obj = f.obj_ids[cb.stripe];
             let osc_i = self.clients[cb.lock.client as usize].oscs[f.osts[cb.stripe] as usize];
+            if only.is_some_and(|o| o != osc_i) {
+                i += 1;
+                continue;
+            }
             let osc = &self.oscs[osc_i as usize];
             // pages dirtied under the holder's newer locks belong to those, not to this one
             let newer: Vec<(u64, u64)> = f.locks[cb.stripe]

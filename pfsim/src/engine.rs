@@ -1311,7 +1311,8 @@ impl Sim {
             }
         }
         self.check_rpcs(osc_i);
-        if rpc.write && !self.lock_waiters.is_empty() {
+        // a write reply may complete a lock callback of this OSC, which may let a request through
+        if rpc.write && !self.callbacks.is_empty() && self.finish_callbacks(Some(osc_i)) > 0 {
             self.process_lock_queue();
         }
     }

@@ -106,8 +106,17 @@ impl Sim {
         out
     }
 
+    /// The OSC of `client` named `dev` (`<fs>-OST<hex>-osc-<instance>`): the OST index is in the
+    /// name, so no search is needed (a node of a large cluster has hundreds of OSCs).
     fn find_osc(&self, client: usize, dev: &str) -> Result<usize, i32> {
-        self.clients[client].oscs.iter().map(|&o| o as usize).find(|&o| self.oscs[o].name == dev).ok_or(ENOENT)
+        let hex = dev.split_once("-OST").and_then(|(_, rest)| rest.get(..4)).ok_or(ENOENT)?;
+        let ost = usize::from_str_radix(hex, 16).map_err(|_| ENOENT)?;
+        let o = *self.clients[client].oscs.get(ost).ok_or(ENOENT)? as usize;
+        if self.oscs[o].name == dev {
+            Ok(o)
+        } else {
+            Err(ENOENT)
+        }
     }
 
     fn split(name: &str) -> Result<(&str, &str, &str), i32> {
