@@ -121,3 +121,21 @@ def test_result(small_scenario: Path) -> None:
     assert result["read_mbps"] > 0  # the small scenario reads
     assert result["write_mbps"] == 0
     assert result["wall_seconds"] > 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).parents[2] / ".." / "shared" / "scenarios").glob("*.yaml"))
+    + sorted((Path(__file__).parents[2] / "scenarios").glob("*.yaml")),
+    ids=lambda p: p.stem,
+)
+def test_every_example_scenario_runs(path: Path) -> None:
+    """Each shared and repository scenario simulates a little without error, moving data."""
+    overrides = {"duration": "300ms"}
+    engine = Engine(load_scenario(path, overrides))
+    engine.run()
+    result = engine.result()
+    assert result["sim_seconds"] == pytest.approx(0.3)
+    assert result["events"] > 0
+    assert result["mbps"] > 0
+    engine.check_invariants()

@@ -79,6 +79,10 @@ class Engine:
         """Number of events the core has processed so far."""
         return int(self._sim.events)
 
+    def check_invariants(self) -> None:
+        """Check the simulator's internal bookkeeping (for tests); raises ValueError if broken."""
+        self._sim.check_invariants()
+
     def run(self, until_ns: int | None = None, progress: ProgressCallback | None = None) -> None:
         """Advance simulated time to ``until_ns`` (default: the scenario duration).
 
