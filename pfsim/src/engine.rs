@@ -70,7 +70,6 @@ pub struct Sim {
     pub oscs: Vec<Osc>,
     pub files: Vec<File>,
     pub threads: Vec<Thread>,
-    pub jobs: Vec<JobConfig>,
     pub oss: Vec<Oss>,
     pub devices: Vec<Device>,
     pub client_up: Vec<Link>,
@@ -116,7 +115,6 @@ impl Sim {
             oscs: Vec::new(),
             files: Vec::new(),
             threads: Vec::new(),
-            jobs: cfg.jobs.clone(),
             oss: (0..c.oss).map(|_| Oss { free_threads: c.oss_threads, ..Default::default() }).collect(),
             devices: (0..n_ost)
                 .map(|_| {
@@ -277,7 +275,7 @@ impl Sim {
     }
 
     fn create_threads(&mut self, _rng: &mut Rng) -> Result<(), String> {
-        let jobs = self.jobs.clone();
+        let jobs = self.cfg.jobs.clone();
         for (ji, job) in jobs.iter().enumerate() {
             if job.workload == "ior" {
                 let ior = job.ior.as_ref().expect("checked");
@@ -415,7 +413,7 @@ impl Sim {
 
     fn start_op(&mut self, tid: u32) {
         let th = &mut self.threads[tid as usize];
-        let job = &self.jobs[th.job as usize];
+        let job = &self.cfg.jobs[th.job as usize];
         let req = match th.role {
             Role::Ior { .. } => workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng),
             r => workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng),
@@ -1152,14 +1150,18 @@ impl Sim {
     // ------------------------------------------------------------------ OSS and OST
 
     fn on_rpc(&mut self, id: u32) {
-        let c = self.cfg.cluster.clone();
-        let rpc = self.rpcs[id as usize].as_ref().expect("rpc").clone();
-        let ost = self.oscs[rpc.osc as usize].ost as usize;
-        let oss = ost / c.osts_per_oss;
-        let client = self.oscs[rpc.osc as usize].client as usize;
-        let bytes = rpc.pages * PAGE;
+        // copies of the few scalars needed: this runs several times per RPC
+        let c = &self.cfg.cluster;
+        let (svc, lat, bw, stream) = (c.oss_service_ns, c.net_latency_ns, c.net_bandwidth_bps, c.net_stream_bps);
+        let osts_per_oss = c.osts_per_oss;
+        let r = self.rpcs[id as usize].as_ref().expect("rpc");
+        let (phase, write, short_io, osc_i) = (r.phase, r.write, r.short_io, r.osc);
+        let ost = self.oscs[osc_i as usize].ost as usize;
+        let oss = ost / osts_per_oss;
+        let client = self.oscs[osc_i as usize].client as usize;
+        let bytes = r.pages * PAGE;
         let set_phase = |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
-        match rpc.phase {
+        match phase {
             RpcPhase::ToServer => {
                 let s = &mut self.oss[oss];
                 if s.free_threads == 0 {
@@ -1168,33 +1170,33 @@ impl Sim {
                 } else {
                     s.free_threads -= 1;
                     set_phase(self, RpcPhase::Service);
-                    self.schedule(self.now + c.oss_service_ns, Ev::Rpc(id));
+                    self.schedule(self.now + svc, Ev::Rpc(id));
                 }
             }
             RpcPhase::Queued => unreachable!("queued RPCs are started by a freed thread"),
             RpcPhase::Service => {
-                if rpc.write && !rpc.short_io {
+                if write && !short_io {
                     // bulk GET: the OSS pulls the pages from the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + c.net_latency_ns, bytes, c.net_bandwidth_bps, c.net_stream_bps);
+                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + lat, bytes, bw, stream);
                     set_phase(self, RpcPhase::Bulk);
-                    self.schedule(done + c.net_latency_ns, Ev::Rpc(id));
+                    self.schedule(done + lat, Ev::Rpc(id));
                 } else {
-                    self.submit_disk(id, ost, &rpc);
+                    self.submit_disk(id, ost);
                 }
             }
             RpcPhase::Bulk => {
-                if rpc.write {
-                    self.submit_disk(id, ost, &rpc);
+                if write {
+                    self.submit_disk(id, ost);
                 } else {
                     self.reply(id, oss);
                 }
             }
             RpcPhase::Disk => {
-                if !rpc.write && bytes > self.oscs[rpc.osc as usize].short_io_bytes {
+                if !write && bytes > self.oscs[osc_i as usize].short_io_bytes {
                     // bulk PUT to the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, c.net_bandwidth_bps, c.net_stream_bps);
+                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, bw, stream);
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done, Ev::Rpc(id));
                 } else {
@@ -1205,9 +1207,11 @@ impl Sim {
         }
     }
 
-    fn submit_disk(&mut self, id: u32, ost: usize, rpc: &Rpc) {
-        let done = self.devices[ost].submit(self.now, rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
-        self.rpcs[id as usize].as_mut().expect("rpc").phase = RpcPhase::Disk;
+    fn submit_disk(&mut self, id: u32, ost: usize) {
+        let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
+        rpc.phase = RpcPhase::Disk;
+        let (obj, start, len, write) = (rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
+        let done = self.devices[ost].submit(self.now, obj, start, len, write);
         self.schedule(done, Ev::Rpc(id));
     }
 
