@@ -1,0 +1,348 @@
+"""One probe of a Lustre client tree: read every client OSC's and llite's files into a snapshot.
+
+:class:`Prober` finds the client devices under a root (``/`` on a real client, or a tree that
+``pfstune sim serve`` keeps live), remembers where each of their files is, and on every
+:meth:`Prober.probe` reads and parses them into a :class:`~pfstune.lustre.types.Snapshot`::
+
+    prober = Prober(Path("/"), files=MINIMAL_FILES)   # what the agent needs, nothing more
+    snapshot = prober.probe(time.monotonic())
+    snapshot["osc"]["testfs-OST0000-osc-ffff8881234abcd0"]["rpc_stats"]["pages_per_rpc"]["write"]
+
+A real client changes under the reader, so a probe never raises because of what it finds and
+never fills in a value it did not read.  Each of these leaves something out of the snapshot and
+logs a warning on the ``pfstune.lustre`` logger (once per file and kind of problem until the file
+reads cleanly again, so a 0.5 s probe loop does not flood the log):
+
+- a device whose directories vanished between discovery and the read (unmounted): left out of
+  this snapshot, and the next probe re-discovers;
+- a file that vanished, became a directory, cannot be read (permission, EIO, ENODEV): that key
+  is left out; a vanished file also triggers a re-discovery;
+- a file that is half-written or garbled (no final newline, NUL bytes inside a line, lines that
+  do not fit its format, histogram rows missing): that key is left out.  Partial data is not
+  kept because Lustre omits zero counters: a stats file missing a line would read as a zero;
+- a debugfs (``/sys/kernel/debug``) the user may not read (non-root): the debugfs files
+  (``osc.*.stats``, ``llite.*.stats``, ``read_ahead_stats``, ``max_cached_mb``) are left out, with
+  one warning for the life of the prober.
+
+New devices (a new mount, an added OST) are picked up at the next discovery: every
+``rediscover_every`` probes, or at once after a read found something gone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import time as _time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pfstune.lustre.layout import DEBUGFS_BASE, PARAM_BASES, discover
+from pfstune.lustre.parse import (
+    ParseError,
+    parse_import,
+    parse_key_values,
+    parse_osc_stats,
+    parse_rpc_stats,
+    parse_scalar,
+    parse_stats,
+)
+from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
+
+log = logging.getLogger("pfstune.lustre")
+
+#: One-line OSC files read into ``tunables`` (those that exist: 2.10 has no ``short_io_bytes``).
+OSC_SCALARS: tuple[str, ...] = (
+    "max_pages_per_rpc",
+    "max_rpcs_in_flight",
+    "max_dirty_mb",
+    "cur_dirty_bytes",
+    "cur_grant_bytes",
+    "cur_lost_grant_bytes",
+    "cur_dirty_grant_bytes",
+    "short_io_bytes",
+    "checksums",
+    "checksum_type",
+    "resend_count",
+    "grant_shrink_interval",
+    "idle_timeout",
+    "active",
+)
+#: Every OSC file a probe reads by default.
+OSC_FILES: tuple[str, ...] = ("rpc_stats", "stats", "import", "osc_stats", *OSC_SCALARS)
+
+#: One-line llite files read into ``tunables`` (``checksum_pages`` is the 2.10 name of ``checksums``).
+LLITE_SCALARS: tuple[str, ...] = (
+    "max_read_ahead_mb",
+    "max_read_ahead_per_file_mb",
+    "max_read_ahead_whole_mb",
+    "read_ahead_async_file_threshold_mb",
+    "read_ahead_range_kb",
+    "max_read_ahead_async_active",
+    "checksums",
+    "checksum_pages",
+    "fast_read",
+    "statahead_max",
+    "statahead_agl",
+)
+#: Every llite file a probe reads by default.
+LLITE_FILES: tuple[str, ...] = ("stats", "read_ahead_stats", "max_cached_mb", *LLITE_SCALARS)
+
+#: Everything: ``osc.<file>`` for :data:`OSC_FILES` and ``llite.<file>`` for :data:`LLITE_FILES`.
+DEFAULT_FILES: frozenset[str] = frozenset(
+    [f"osc.{name}" for name in OSC_FILES] + [f"llite.{name}" for name in LLITE_FILES]
+)
+
+#: What the tuning agent needs per OSC and nothing else (7 files per OSC, no llite file, no
+#: import): the RPC histograms and counters, the two tuned parameters, and the dirty-cache and
+#: grant state that bound write RPCs.  ``osc.stats`` is in debugfs, so it needs root.
+MINIMAL_FILES: frozenset[str] = frozenset(
+    {
+        "osc.rpc_stats",
+        "osc.stats",
+        "osc.max_pages_per_rpc",
+        "osc.max_rpcs_in_flight",
+        "osc.max_dirty_mb",
+        "osc.cur_dirty_bytes",
+        "osc.cur_grant_bytes",
+    }
+)
+
+#: Files whose text is not one line, and the snapshot keys their parser fills.
+STRUCTURED_FILES: frozenset[str] = frozenset(
+    {"rpc_stats", "stats", "read_ahead_stats", "import", "osc_stats", "max_cached_mb"}
+)
+
+
+def parse_param(param: str, text: str, problems: list[str]) -> dict[str, Any]:
+    """Parse the text of the file ``param`` into the snapshot keys it fills.
+
+    Routes by file name: ``rpc_stats``, ``stats`` and ``read_ahead_stats`` (with their
+    ``*_header``), ``import`` (the mapping under its ``import:`` line), ``osc_stats``,
+    ``max_cached_mb``; anything else is a one-line value, returned as ``{"tunables": {param:
+    value}}``.  Damage is described in ``problems``; raises :class:`ParseError` if the text is
+    not that format at all.
+    """
+    if param == "rpc_stats":
+        return {"rpc_stats": parse_rpc_stats(text, problems)}
+    if param in ("stats", "read_ahead_stats"):
+        header, counters = parse_stats(text, problems)
+        return {param: counters, f"{param}_header": header} if header else {param: counters}
+    if param == "import":
+        parsed = parse_import(text, problems)
+        # The file is one mapping under "import:"; the snapshot keeps what is inside it.
+        inner = parsed.get("import")
+        return {"import": inner if len(parsed) == 1 and isinstance(inner, dict) else parsed}
+    if param == "osc_stats":
+        header, values = parse_osc_stats(text, problems)
+        return {"osc_stats": values, "osc_stats_header": header} if header else {"osc_stats": values}
+    if param == "max_cached_mb":
+        return {"max_cached_mb": parse_key_values(text, problems)}
+    return {"tunables": {param: parse_scalar(text)}}
+
+
+def merge_param(entry: dict[str, Any], parts: dict[str, Any]) -> None:
+    """Add what :func:`parse_param` returned to a device's snapshot entry."""
+    for key, value in parts.items():
+        if key == "tunables":
+            entry.setdefault("tunables", {}).update(value)
+        else:
+            entry[key] = value
+
+
+@dataclass
+class _Device:
+    """A device found at discovery: its directories and where each wanted file of it is."""
+
+    kind: str
+    name: str
+    dirs: list[str]
+    files: dict[str, str] = field(default_factory=dict)  # param -> path, first base in lctl order
+
+
+def _readable(path: Path) -> bool:
+    return os.access(path, os.R_OK | os.X_OK)
+
+
+class Prober:
+    """Reads a Lustre client tree into snapshots, tolerating a client that changes underneath.
+
+    Lifecycle: construct (nothing is read yet), then call :meth:`probe` on every tick.  The
+    first probe discovers the devices; later probes reuse what was found (one ``open``/``read``
+    per file, no directory search) and discover again every ``rediscover_every`` probes, after
+    a read found a device or file gone, or when :meth:`rediscover` is called.
+
+    ``files`` names what to read as ``osc.<file>`` / ``llite.<file>`` (default
+    :data:`DEFAULT_FILES`, everything; :data:`MINIMAL_FILES` is what the agent needs).  A name
+    outside :data:`OSC_FILES`/:data:`LLITE_FILES` is read as a one-line value.  ``osc_glob``
+    selects OSC devices by name (``"*"``: all client OSCs; server ``-osc-MDT0000`` devices are
+    never included).  After each probe, :attr:`issues` lists what was left out and why.
+    """
+
+    def __init__(
+        self,
+        root: Path | str = "/",
+        osc_glob: str = "*",
+        *,
+        files: Iterable[str] | None = None,
+        rediscover_every: int = 20,
+    ) -> None:
+        """Prepare to probe the client tree under ``root``; raises ValueError for a bad ``files`` name."""
+        self.root = Path(root)
+        self.osc_glob = osc_glob
+        self.files = DEFAULT_FILES if files is None else frozenset(files)
+        osc_params: list[str] = []
+        llite_params: list[str] = []
+        order = {
+            name: i for i, name in enumerate([f"osc.{p}" for p in OSC_FILES] + [f"llite.{p}" for p in LLITE_FILES])
+        }
+        for name in sorted(self.files, key=lambda name: (order.get(name, len(order)), name)):
+            kind, _, param = name.partition(".")
+            if kind not in ("osc", "llite") or not param or "." in param or "/" in param:
+                raise ValueError(f"{name!r} is not osc.<file> or llite.<file> (e.g. osc.rpc_stats)")
+            (osc_params if kind == "osc" else llite_params).append(param)
+        self._params = {"osc": tuple(osc_params), "llite": tuple(llite_params)}
+        self.rediscover_every = max(1, rediscover_every)
+        self.issues: list[str] = []
+        self._oscs: list[_Device] = []
+        self._llites: list[_Device] = []
+        self._llite_of: dict[str, str] = {}  # OSC name -> llite name
+        self._probes_since_discovery = 0
+        self._stale = True
+        self._warned: dict[str, str] = {}  # what was warned about -> kind of problem
+        self._list_failures: set[str] = set()  # trees ("<base>/<kind>") that could not be listed
+
+    # --- discovery ---------------------------------------------------------------------------
+
+    def rediscover(self) -> None:
+        """Make the next probe find the devices again."""
+        self._stale = True
+
+    def _discover(self) -> None:
+        found = discover(self.root)
+        bases = list(PARAM_BASES)
+        debugfs = self.root / DEBUGFS_BASE
+        if debugfs.parent.exists() and not _readable(debugfs.parent):
+            bases.remove(DEBUGFS_BASE)
+            self._warn(
+                "debugfs",
+                "unreadable",
+                f"{debugfs.parent} is not readable (debugfs needs root): osc.*.stats, llite.*.stats, "
+                "read_ahead_stats and max_cached_mb are left out",
+            )
+        else:
+            self._clear("debugfs")
+        for warning in found.warnings:
+            if "debug" not in warning:  # the debugfs warning was given above, once
+                self._warn(f"discovery:{warning}", "discovery", warning)
+        self._list_failures.clear()
+        self._oscs = [
+            self._device("osc", osc.name, bases) for osc in found.oscs if fnmatch.fnmatchcase(osc.name, self.osc_glob)
+        ]
+        self._llite_of = {osc.name: osc.llite for osc in found.oscs}
+        self._llites = [self._device("llite", llite.name, bases) for llite in found.llites]
+        for key, kind in list(self._warned.items()):
+            if kind == "list" and key not in self._list_failures:
+                del self._warned[key]  # listable again: warn anew if it fails later
+        self._probes_since_discovery = 0
+        self._stale = False
+
+    def _device(self, kind: str, name: str, bases: list[str]) -> _Device:
+        device = _Device(kind, name, [])
+        wanted = set(self._params[kind])
+        for base in bases:
+            directory = self.root / base / kind / name
+            try:
+                entries = os.listdir(directory)
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                # One warning per tree, not per device: 1,000 OSCs would otherwise give 1,000 lines.
+                message = f"{directory}: cannot list ({err.strerror}); files of {base}/{kind}/* are left out"
+                self._warn(f"{base}/{kind}", "list", message)
+                self._list_failures.add(f"{base}/{kind}")
+                continue
+            device.dirs.append(str(directory))
+            for param in wanted.intersection(entries):
+                device.files.setdefault(param, str(directory / param))
+        # Keep the order of the parameter list, so snapshots list keys the same way every time.
+        device.files = {param: device.files[param] for param in self._params[kind] if param in device.files}
+        return device
+
+    # --- probing -----------------------------------------------------------------------------
+
+    def probe(self, time: float | None = None) -> Snapshot:
+        """Read every selected file of every device into a snapshot taken at ``time``.
+
+        ``time`` is the probe clock's reading (default: ``time.time()``); it is stored as the
+        snapshot's ``time``.  Never raises for what it finds in the tree; see the module docstring.
+        """
+        when = _time.time() if time is None else time
+        self.issues = []
+        if self._stale or self._probes_since_discovery >= self.rediscover_every:
+            self._discover()
+        self._probes_since_discovery += 1
+        oscs: dict[str, OscSnapshot] = {}
+        for device in self._oscs:
+            entry = self._read_device(device)
+            if entry is not None:
+                oscs[device.name] = cast(OscSnapshot, entry)
+        llites: dict[str, LliteSnapshot] = {}
+        for device in self._llites:
+            entry = self._read_device(device)
+            if entry is not None:
+                entry["osc"] = [osc for osc in oscs if self._llite_of.get(osc) == device.name]
+                llites[device.name] = cast(LliteSnapshot, entry)
+        return {"time": when, "osc": oscs, "llite": llites}
+
+    def _read_device(self, device: _Device) -> dict[str, Any] | None:
+        entry: dict[str, Any] = {}
+        for param, path in device.files.items():
+            try:
+                with open(path, "rb") as file:
+                    data = file.read()
+            except (FileNotFoundError, NotADirectoryError):
+                self._stale = True
+                if not any(os.path.isdir(directory) for directory in device.dirs):
+                    message = f"{device.kind} {device.name} disappeared; left out of this snapshot"
+                    self._warn(device.name, "gone", message)
+                    return None
+                self._warn(path, "gone", f"{path}: disappeared; left out")
+                continue
+            except IsADirectoryError:
+                self._warn(path, "directory", f"{path}: is a directory, not a file; left out")
+                continue
+            except OSError as err:
+                self._warn(path, "read", f"{path}: cannot read ({err.strerror or err}); left out")
+                continue
+            problems: list[str] = []
+            try:
+                parts = parse_param(param, data.decode("utf-8", "replace"), problems)
+            except ParseError as err:
+                self._warn(path, "parse", f"{path}: {err}; left out")
+                continue
+            if problems:
+                self._warn(path, "garbled", f"{path}: damaged ({problems[0]}); left out")
+                continue
+            if self._warned:
+                self._clear(path)
+            merge_param(entry, parts)
+        if self._warned:
+            self._clear(device.name)
+        return entry
+
+    # --- warnings ----------------------------------------------------------------------------
+
+    def _warn(self, key: str, kind: str, message: str) -> None:
+        # Warn the first time; repeats of the same problem go to debug until it clears.
+        self.issues.append(message)
+        if self._warned.get(key) == kind:
+            log.debug("%s", message)
+            return
+        self._warned[key] = kind
+        log.warning("%s", message)
+
+    def _clear(self, key: str) -> None:
+        self._warned.pop(key, None)
