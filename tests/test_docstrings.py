@@ -14,6 +14,8 @@ MODULES = [
     "pfstune.sim.scenario",
     "pfstune.sim.sweep",
     "pfstune.cli._output",
+    "pfstune.lustre.parse",
+    "pfstune.lustre.limits",
 ]
 
 

@@ -32,6 +32,14 @@ def _assignment(text: str) -> tuple[str, str]:
     return tunable_name(name), value
 
 
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type for ``KEY=VALUE`` options (``--tuner-option period=10``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
 def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the SCENARIO argument and the options that override parts of the scenario."""
     parser.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")

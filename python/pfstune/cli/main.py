@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from pfstune import __version__
-from pfstune.cli import demo, sim_presets, sim_run, sim_serve, sim_sweep
+from pfstune.cli import agent, demo, lustre_parse, lustre_snapshot, sim_presets, sim_run, sim_serve, sim_sweep
 from pfstune.errors import PfstuneError, UserError
 
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pfstune {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     demo.setup_parser(commands)
+    agent.setup_parser(commands)
     sim = commands.add_parser(
         "sim",
         help="run, sweep and serve simulated Lustre clusters",
@@ -40,6 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
     sim_commands = sim.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for module in (sim_run, sim_sweep, sim_serve, sim_presets):
         module.setup_parser(sim_commands)
+    lustre = commands.add_parser(
+        "lustre",
+        help="read a real Lustre client's statistics and tunables",
+        description=(
+            "Read a Lustre client's statistics and tunables: probe a client tree once (snapshot), "
+            "or parse saved `lctl get_param` output (parse)."
+        ),
+    )
+    lustre_commands = lustre.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    for lustre_module in (lustre_snapshot, lustre_parse):
+        lustre_module.setup_parser(lustre_commands)
     return parser
 
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from pfstune.cli._common import add_scenario_arguments, scenario_overrides
+from pfstune.cli._common import add_scenario_arguments, key_value, scenario_overrides
 from pfstune.cli._output import ProgressBar, format_table, print_json
-from pfstune.errors import UserError
-from pfstune.sim.engine import Engine
+from pfstune.runs import simulate
 from pfstune.sim.scenario import load_scenario
-
-#: Tuners this command can run; ``default`` leaves Lustre's (and the scenario's) values alone.
-TUNERS = ("default",)
+from pfstune.tuners import TUNERS, make_tuner
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +23,19 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     add_scenario_arguments(parser)
     parser.add_argument(
-        "--tuner", default="default", metavar="NAME", help=f"tuner to run (available: {', '.join(TUNERS)})"
+        "--tuner",
+        default="default",
+        metavar="NAME",
+        help=f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; default: none)",
+    )
+    parser.add_argument(
+        "--tuner-option",
+        dest="tuner_options",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the tuner, e.g. period=10 (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=main)
@@ -34,13 +43,11 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def main(args: argparse.Namespace) -> int:
     """Run the scenario and print the result."""
-    if args.tuner not in TUNERS:
-        raise UserError(f"unknown tuner {args.tuner!r}; available: {', '.join(TUNERS)}")
+    options = dict(args.tuner_options)
+    make_tuner(args.tuner, options)  # a bad name or option fails before the scenario is loaded
     scenario = load_scenario(args.scenario, scenario_overrides(args))
-    engine = Engine(scenario)
     with ProgressBar(scenario.duration_ns / 1e9, "simulating", "s", enabled=not args.json) as bar:
-        engine.run(progress=lambda now_ns, _end_ns: bar.update(now_ns / 1e9))
-    result = engine.result()
+        result = simulate(scenario, args.tuner, options, progress=bar.update)
     if args.json:
         print_json(result)
         return 0
@@ -54,6 +61,7 @@ def main(args: argparse.Namespace) -> int:
         ["  read", f"{result['read_mbps']:.1f} MB/s"],
         ["  write", f"{result['write_mbps']:.1f} MB/s"],
         ["OSC RPC bytes", f"{result['osc_mbps']:.1f} MB/s"],
+        ["decisions", str(result["decisions"])],
     ]
     print(format_table(["metric", "value"], rows))
     return 0

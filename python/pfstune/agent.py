@@ -1,0 +1,215 @@
+"""The agent loop: probe -> features -> tuner -> apply, once per interval, on an injected clock.
+
+One :class:`Agent` manages every selected client OSC of a node (or of every client of a
+simulation): each tick it probes the backend, turns the last two snapshots of each OSC into a
+feature row (:func:`pfstune.features.osc_features`, the one feature path), lets the tuner observe
+that interval and suggest the next configuration (all OSCs in one batch), and applies the
+changes.  A refused or failed write is logged and counted; it never stops the loop.
+
+Ticks are scheduled on a fixed grid (``start + k * interval``), so a slow tick delays the next
+one but does not shift all later ones; a tick that overruns a whole interval skips the missed
+grid points rather than probing back to back.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pfstune.backends._base import Backend
+from pfstune.features import derive_many, interval_counters, osc_throughput_mbps
+from pfstune.lustre.limits import ActuatorError
+from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
+from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner
+
+log = logging.getLogger("pfstune.agent")
+
+
+@dataclass
+class TickReport:
+    """What one tick saw and did."""
+
+    time: float
+    oscs: int = 0
+    changes: dict[str, Config] = field(default_factory=dict)  # osc -> the values written
+    errors: int = 0
+    mbps: dict[str, float] = field(default_factory=dict)  # osc -> RPC throughput of the interval
+    configs: dict[str, Config] = field(default_factory=dict)  # osc -> configuration now in force
+    seconds: float = 0.0  # wall time the tick took
+
+
+#: Called after every tick (the Prometheus exporter, progress output, tests).
+TickListener = Callable[[TickReport], None]
+
+
+@dataclass
+class AgentSummary:
+    """Totals of a run, for ``--json`` and the logs."""
+
+    ticks: int = 0
+    decisions: int = 0
+    errors: int = 0
+    max_tick_seconds: float = 0.0
+    total_tick_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        mean = self.total_tick_seconds / self.ticks if self.ticks else 0.0
+        return {
+            "ticks": self.ticks,
+            "decisions": self.decisions,
+            "errors": self.errors,
+            "mean_tick_ms": mean * 1e3,
+            "max_tick_ms": self.max_tick_seconds * 1e3,
+        }
+
+
+def _config_of(osc: OscSnapshot) -> Config | None:
+    tunables = osc.get("tunables", {})
+    values = {param: tunables.get(param) for param in TUNED_PARAMS}
+    if not all(isinstance(value, int) for value in values.values()):
+        return None
+    return {param: int(value) for param, value in values.items() if isinstance(value, int)}
+
+
+def _llite_of(snapshot: Snapshot, osc: str) -> LliteSnapshot | None:
+    for llite in snapshot["llite"].values():
+        if osc in llite.get("osc", []):
+            return llite
+    return None
+
+
+class Agent:
+    """Tunes the OSCs of one backend with one tuner.  See the module docstring."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        tuner: Tuner,
+        interval: float = 0.5,
+        osc_glob: str = "*",
+        listeners: list[TickListener] | None = None,
+    ) -> None:
+        """An agent probing ``backend`` every ``interval`` seconds of its clock."""
+        if not interval > 0:
+            raise ValueError(f"interval must be positive, got {interval}")
+        self.backend = backend
+        self.tuner = tuner
+        self.interval = interval
+        self.osc_glob = osc_glob
+        self.listeners = list(listeners or [])
+        self.summary = AgentSummary()
+        self._previous: Snapshot | None = None
+        self._unreadable: set[str] = set()  # OSCs whose tunables could not be read (warned once)
+        self._intervals: dict[str, dict[str, float]] = {}  # each OSC's last feature row
+
+    def tick(self) -> TickReport:
+        """Probe, decide and apply once."""
+        started = time.perf_counter()
+        snapshot = self.backend.probe()
+        report = TickReport(time=snapshot["time"])
+        previous = self._previous
+        names: list[str] = []
+        configs: list[Config] = []
+        raws: list[dict[str, float]] = []  # stage 1 per OSC; stage 2 runs once for the batch
+        for name, osc in snapshot["osc"].items():
+            if not fnmatch.fnmatchcase(name, self.osc_glob):
+                continue
+            config = _config_of(osc)
+            if config is None:
+                if name not in self._unreadable:
+                    log.warning("cannot read the tunables of %s; leaving it alone", name)
+                    self._unreadable.add(name)
+                continue
+            self._unreadable.discard(name)
+            names.append(name)
+            configs.append(config)
+            report.configs[name] = config
+            before = previous["osc"].get(name) if previous else None
+            if previous is not None and before is not None:
+                raws.append(
+                    interval_counters(
+                        before,
+                        osc,
+                        _llite_of(previous, name),
+                        _llite_of(snapshot, name),
+                        snapshot["time"] - previous["time"],
+                        prev_interval=self._intervals.get(name),
+                    )
+                )
+            else:
+                raws.append({})
+        report.oscs = len(names)
+        observed = [i for i, raw in enumerate(raws) if raw]
+        derived = derive_many([raws[i] for i in observed]) if observed else []
+        rows: list[dict[str, float]] = [{} for _ in names]
+        for i, extra in zip(observed, derived, strict=True):
+            rows[i] = {**raws[i], **extra}
+        contexts: list[Context] = []
+        for name, config, row in zip(names, configs, rows, strict=True):
+            if row:
+                self._intervals[name] = row
+                self.tuner.observe(name, dict(config), row)
+                mbps = osc_throughput_mbps(row)
+                if math.isfinite(mbps):
+                    report.mbps[name] = mbps
+            contexts.append(Context(name, snapshot["time"], config, self.backend.bounds(name), row))
+        if previous is not None:
+            for gone in set(previous["osc"]) - set(snapshot["osc"]):
+                log.info("%s went away; forgetting it", gone)
+                self.tuner.forget(gone)
+                self._intervals.pop(gone, None)
+        for context, suggestion in zip(contexts, self.tuner.suggest_batch(contexts), strict=True):
+            changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
+            if not changes:
+                continue
+            try:
+                report.configs[context.osc] = {**context.config, **self.backend.apply(context.osc, changes)}
+            except ActuatorError as err:
+                report.errors += 1
+                log.error("%s: %s", context.osc, err)
+                in_force = getattr(err, "in_force", None)  # what did get written, if anything
+                if in_force:
+                    report.configs[context.osc] = {**context.config, **in_force}
+                continue
+            report.changes[context.osc] = changes
+            log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
+        self._previous = snapshot
+        report.seconds = time.perf_counter() - started
+        self._account(report)
+        for listener in self.listeners:
+            listener(report)
+        return report
+
+    def _account(self, report: TickReport) -> None:
+        summary = self.summary
+        summary.ticks += 1
+        summary.decisions += len(report.changes)
+        summary.errors += report.errors
+        summary.total_tick_seconds += report.seconds
+        summary.max_tick_seconds = max(summary.max_tick_seconds, report.seconds)
+
+    def run(self, duration: float | None = None) -> AgentSummary:
+        """Tick every interval until ``duration`` seconds of the clock pass or the clock stops."""
+        clock = self.backend.clock
+        start = clock.now()
+        end = math.inf if duration is None else start + duration
+        ticks = 0
+        while True:
+            self.tick()
+            ticks += 1
+            due = start + ticks * self.interval
+            now = clock.now()
+            if now > due:  # overran: skip to the next grid point still ahead
+                missed = math.floor((now - due) / self.interval) + 1
+                log.warning("tick took longer than the interval; skipping %d probe(s)", missed)
+                ticks += missed
+                due = start + ticks * self.interval
+            if due > end or not clock.sleep_until(due):
+                break
+        return self.summary

@@ -1,0 +1,57 @@
+"""The Backend interface: probe a client's statistics, apply a configuration, keep time.
+
+Lifecycle: use a backend as a context manager.  ``__enter__`` prepares it (the Lustre backend
+takes the node's agent lock and restores what a crashed agent left changed); inside, the agent
+alternates :meth:`Backend.probe` and :meth:`Backend.apply` on :attr:`Backend.clock`;
+``__exit__`` (normal exit, exception, or a signal turned into a normal exit) puts every changed
+parameter back to its original value.  ``__exit__`` must be safe to call after a failed
+``__enter__`` and more than once.
+
+Every backend hands the agent the same thing: a :class:`~pfstune.lustre.types.Snapshot` parsed
+from Lustre's own text by :mod:`pfstune.lustre.parse`, so features are computed one way only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from types import TracebackType
+
+from pfstune.clock import Clock
+from pfstune.lustre.types import Snapshot
+from pfstune.tuners._base import Config
+
+
+class Backend(ABC):
+    """A client (real or simulated) that can be probed and tuned."""
+
+    #: The clock the agent runs on (real time, or simulated time for the sim backend).
+    clock: Clock
+
+    def __enter__(self) -> Backend:
+        """Prepare for probing and applying (default: nothing to do)."""
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Restore every original value (default: :meth:`close`)."""
+        self.close()
+
+    @abstractmethod
+    def probe(self) -> Snapshot:
+        """Read every client OSC and llite instance the agent manages, now."""
+
+    @abstractmethod
+    def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
+        """The inclusive range of each tuned parameter that may be written on ``osc``."""
+
+    @abstractmethod
+    def apply(self, osc: str, config: Config) -> Config:
+        """Write ``config`` (only the parameters that change) to ``osc``; return what is now in force.
+
+        Raises :class:`pfstune.lustre.actuator.ActuatorError` for a value that was refused or
+        did not stick; the agent logs it and goes on.
+        """
+
+    def close(self) -> None:  # noqa: B027
+        """Restore originals and release resources; idempotent (default: nothing)."""

@@ -1,0 +1,67 @@
+"""The Lustre backend: a real client's tree (``/``), or any directory laid out like one.
+
+Probes go through :class:`pfstune.lustre.snapshot.Prober` (discovery, the 2.10 and 2.15
+layouts, damaged files left out rather than guessed) reading only what the agent needs
+(:data:`~pfstune.lustre.snapshot.MINIMAL_FILES`); writes go through
+:class:`pfstune.lustre.actuator.Actuator` (allow-list, ranges, originals saved before the first
+write, read-back, restore on exit and after a crash, one agent per node, dry run).  Time is the
+real monotonic clock; a stop request (SIGTERM) cuts a sleep short.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from pfstune.backends._base import Backend
+from pfstune.clock import RealClock
+from pfstune.errors import UserError
+from pfstune.lustre.actuator import Actuator
+from pfstune.lustre.snapshot import MINIMAL_FILES, Prober
+from pfstune.lustre.state import DEFAULT_STATE_DIR
+from pfstune.lustre.types import Snapshot
+from pfstune.tuners._base import TUNED_PARAMS, Config
+
+log = logging.getLogger("pfstune.lustre")
+
+
+class LustreBackend(Backend):
+    """The client OSCs under ``root`` matching ``osc_glob``, probed and tuned in real time."""
+
+    def __init__(
+        self,
+        root: Path = Path("/"),
+        state_dir: Path = DEFAULT_STATE_DIR,
+        osc_glob: str = "*",
+        dry_run: bool = False,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Prepare the backend; nothing is read, locked or written until ``__enter__``."""
+        root = Path(root)
+        if not root.is_dir():
+            raise UserError(f"--root {root}: not a directory")
+        self.clock = RealClock(stop)
+        self.prober = Prober(root, osc_glob=osc_glob, files=MINIMAL_FILES)
+        self.actuator = Actuator(root, state_dir, dry_run=dry_run, logger=log)
+
+    def __enter__(self) -> LustreBackend:
+        """Take the node's agent lock and restore what a crashed agent left changed."""
+        self.actuator.__enter__()
+        return self
+
+    def probe(self) -> Snapshot:
+        """Read every selected client OSC and llite instance now."""
+        return self.prober.probe(self.clock.now())
+
+    def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
+        """Lustre's range of each tuned parameter on ``osc`` (max_pages_per_rpc up to the brw_size)."""
+        return {param: self.actuator.bounds(osc, param) for param in TUNED_PARAMS}
+
+    def apply(self, osc: str, config: Config) -> Config:
+        """Write the changed values through the actuator; return what is now in force."""
+        return dict(self.actuator.apply(osc, config))
+
+    def close(self) -> None:
+        """Write every original value back and release the lock (idempotent)."""
+        self.actuator.close()

@@ -1,0 +1,163 @@
+"""The sim backend: an in-process pfsim run, every client of it tuned by one agent, in simulated time.
+
+It reads the same text a real client prints (pfsim's exact Lustre files, through
+:mod:`pfstune.lustre.parse`), so the agent, the features and the tuners cannot tell it from a
+client tree; only the clock differs: :class:`SimClock` advances the simulation instead of
+sleeping.  Writes go through pfsim's own parameter handlers, which apply Lustre's ranges and
+errors (ERANGE, EINVAL) and its coupling (``max_dirty_mb`` raised with the RPC window).  Like the
+Lustre backend it remembers the original values and writes them back on close, so a simulation
+ends the way a real node would be left.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pfstune.backends._base import Backend
+from pfstune.clock import Clock
+from pfstune.lustre.limits import ActuatorError
+from pfstune.lustre.parse import ParseError, parse_import, parse_rpc_stats, parse_scalar, parse_stats
+from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import load_scenario
+from pfstune.tuners._base import TUNED_PARAMS, Config
+
+log = logging.getLogger("pfstune.sim")
+
+#: The scalar files the agent needs each probe (features and the configuration in force).
+OSC_SCALARS = ("max_pages_per_rpc", "max_rpcs_in_flight", "max_dirty_mb", "cur_dirty_bytes", "cur_grant_bytes")
+#: What the sim backend lets a tuner write: the tuned parameters and the dirty limit.
+WRITABLE = (*TUNED_PARAMS, "max_dirty_mb")
+PAGE_SIZE = 4096
+
+
+class SimClock(Clock):
+    """Simulated seconds since the start of the scenario; sleeping runs the simulation."""
+
+    def __init__(self, engine: Engine, stop: threading.Event | None = None) -> None:
+        """A clock over ``engine``; ``stop`` (a signal) or the end of the scenario ends sleeps."""
+        self.engine = engine
+        self.stop = stop or threading.Event()
+
+    def now(self) -> float:
+        """Simulated time in seconds."""
+        return self.engine.now_ns / 1e9
+
+    def sleep_until(self, when: float) -> bool:
+        """Run the simulation to ``when``; False at the end of the scenario or when stopped."""
+        if self.stop.is_set():
+            return False
+        end_ns = self.engine.scenario.duration_ns
+        target_ns = min(end_ns, math.ceil(when * 1e9))
+        if target_ns > self.engine.now_ns:
+            self.engine.run(until_ns=target_ns)
+        return target_ns >= when * 1e9 and not self.stop.is_set()
+
+
+class SimBackend(Backend):
+    """Every client of a pfsim run, probed and tuned through its Lustre text."""
+
+    def __init__(self, engine: Engine, stop: threading.Event | None = None, dry_run: bool = False) -> None:
+        """Wrap ``engine``; with ``dry_run`` changes are logged, not applied (the run stays default)."""
+        self.engine = engine
+        self.clock = SimClock(engine, stop)
+        self.dry_run = dry_run
+        self._client_of: dict[str, int] = {}
+        self._llites: dict[str, tuple[int, list[str]]] = {}
+        for info in engine.clients():
+            self._llites[info["llite"]] = (info["index"], list(info["osc"]))
+            for osc in info["osc"]:
+                self._client_of[osc] = info["index"]
+        self._bounds: dict[str, dict[str, tuple[int, int]]] = {}
+        self._originals: dict[tuple[str, str], str] = {}
+
+    @classmethod
+    def from_file(
+        cls,
+        path: Path,
+        stop: threading.Event | None = None,
+        dry_run: bool = False,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> SimBackend:
+        """A backend running the scenario file ``path`` (UserError if it is not valid)."""
+        return cls(Engine(load_scenario(path, dict(overrides or {}))), stop=stop, dry_run=dry_run)
+
+    def _get(self, client: int, kind: str, device: str, param: str) -> str:
+        return self.engine.get_param(client, f"{kind}.{device}.{param}")
+
+    def probe(self) -> Snapshot:
+        """Every OSC's scalars, rpc_stats and stats, and every llite's stats, parsed from pfsim's text."""
+        oscs: dict[str, OscSnapshot] = {}
+        for osc, client in self._client_of.items():
+            tunables: dict[str, int | str] = {}
+            for name in OSC_SCALARS:
+                tunables[name] = parse_scalar(self._get(client, "osc", osc, name))
+            header, counters = parse_stats(self._get(client, "osc", osc, "stats"))
+            oscs[osc] = {
+                "tunables": tunables,
+                "rpc_stats": parse_rpc_stats(self._get(client, "osc", osc, "rpc_stats")),
+                "stats": counters,
+                "stats_header": header,
+            }
+        llites: dict[str, LliteSnapshot] = {}
+        for llite, (client, members) in self._llites.items():
+            header, counters = parse_stats(self._get(client, "llite", llite, "stats"))
+            llites[llite] = {"stats": counters, "stats_header": header, "osc": list(members)}
+        return {"time": self.clock.now(), "osc": oscs, "llite": llites}
+
+    def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
+        """max_pages_per_rpc up to the negotiated brw_size (``import``), max_rpcs_in_flight 1..256."""
+        if osc not in self._bounds:
+            client = self._client_of[osc]
+            max_pages = 1024
+            try:
+                connect = parse_import(self._get(client, "osc", osc, "import"))["import"]["connect_data"]
+                max_pages = int(connect["max_brw_size"]) // PAGE_SIZE
+            except (ParseError, KeyError, TypeError, ValueError):
+                log.warning("%s: no max_brw_size in import; assuming 4 MiB RPCs", osc)
+            self._bounds[osc] = {"max_pages_per_rpc": (1, max_pages), "max_rpcs_in_flight": (1, 256)}
+        return dict(self._bounds[osc])
+
+    def apply(self, osc: str, config: Config) -> Config:
+        """Write each changed value through pfsim's handlers; return the configuration now in force."""
+        client = self._client_of.get(osc)
+        if client is None:
+            raise ActuatorError(f"{osc}: no such simulated OSC")
+        for param, value in config.items():
+            if param not in WRITABLE:
+                raise ActuatorError(f"osc.{osc}.{param}: not a parameter the agent may write")
+            name = f"osc.{osc}.{param}"
+            if self.dry_run:
+                log.info("dry run: lctl set_param %s=%d", name, value)
+                continue
+            before = self.engine.get_param(client, name)
+            self._originals.setdefault((osc, param), before.strip())
+            if param != "max_dirty_mb":  # raising the RPC window may raise the dirty limit
+                self._originals.setdefault((osc, "max_dirty_mb"), self._get(client, "osc", osc, "max_dirty_mb").strip())
+            try:
+                self.engine.set_param(client, name, str(value))
+            except OSError as err:
+                raise ActuatorError(f"set_param {name}={value}: {err.strerror or err}") from None
+            now = parse_scalar(self.engine.get_param(client, name))
+            if now != value:
+                raise ActuatorError(f"set_param {name}={value}: reads back {now}")
+        return {p: int(parse_scalar(self._get(client, "osc", osc, p))) for p in TUNED_PARAMS}
+
+    def close(self) -> None:
+        """Write every original value back (dirty limits last: the RPC window may raise them)."""
+        originals = sorted(self._originals.items(), key=lambda item: item[0][1] == "max_dirty_mb")
+        self._originals = {}
+        for (osc, param), value in originals:
+            try:
+                self.engine.set_param(self._client_of[osc], f"osc.{osc}.{param}", value)
+            except OSError as err:
+                log.error("restoring osc.%s.%s=%s: %s", osc, param, value, err.strerror or err)
+
+    def result(self) -> dict[str, Any]:
+        """The run summary of ``pfstune sim run --json`` for what has been simulated so far."""
+        return self.engine.result()

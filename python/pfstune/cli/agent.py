@@ -1,0 +1,186 @@
+"""``pfstune agent``: tune the OSCs of this client (or of a simulation) until stopped."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+from types import FrameType
+
+from pfstune.agent import Agent, TickListener
+from pfstune.backends._base import Backend
+from pfstune.cli._common import key_value
+from pfstune.config import DEFAULT_CONFIG, AgentOptions, resolve
+from pfstune.errors import UserError
+from pfstune.logs import setup_json_logging
+from pfstune.systemd import notify
+from pfstune.tuners import TUNERS, make_tuner
+
+log = logging.getLogger("pfstune.agent")
+
+DESCRIPTION = """\
+Tune max_pages_per_rpc and max_rpcs_in_flight of every selected client OSC, online, from the
+client's own statistics: every INTERVAL the agent reads the OSC statistics (rpc_stats, stats,
+dirty and grant levels), computes one feature row per OSC, asks the tuner for the next
+configuration, and writes what changed.
+
+Safety. Only allow-listed parameters are written, within Lustre's ranges, and each write is
+read back. Before the first write to a parameter its original value is saved in
+STATE_DIR/originals.json; on exit, SIGTERM or SIGINT every original is written back, and an
+agent started after a crash (SIGKILL, power loss) restores what the previous one left changed.
+One agent per node: a second one exits with an error (STATE_DIR/agent.lock). Persistent
+settings (lctl set_param -P) are never used. --dry-run prints the lctl set_param lines the
+agent would run and writes nothing.
+"""
+
+EPILOG = f"""\
+backends:
+  lustre   a real client tree under --root (default /): 2.10 (procfs) and 2.15
+           (sysfs, procfs, debugfs) layouts; also a `pfstune sim serve` directory
+  sim      an in-process pfsim run of --scenario, every client, in simulated time
+           (a 300 s scenario takes seconds)
+
+tuners:
+  {", ".join(sorted(TUNERS))}   (options: --tuner-option KEY=VALUE, e.g. period=10 for iopathtune)
+
+files:
+  {DEFAULT_CONFIG}   options (TOML; keys are the long option names with _,
+                     e.g. state_dir = "/run/pfstune"); flags override it
+  STATE_DIR/originals.json     original values, present while the agent has changed something
+  STATE_DIR/agent.lock         held while an agent runs
+
+signals:
+  SIGTERM, SIGINT  restore every original value and exit 0
+
+exit status:
+  0 stopped normally (duration reached, end of scenario, SIGTERM/SIGINT); 1 internal error;
+  2 a usage, configuration or permission problem (one line on stderr)
+
+examples:
+  pfstune agent --dry-run                        # what would change on this client
+  pfstune agent --tuner iopathtune --metrics-port 9419
+  pfstune agent --backend lustre --root /tmp/tree   # a `pfstune sim serve` tree
+  pfstune agent --backend sim --scenario ../shared/scenarios/fivestream-mix.yaml --json
+"""
+
+
+def _option(name: str) -> Callable[[str], object]:
+    """argparse type that converts with the option table's converter (one-line errors)."""
+    convert = next(f for f in fields(AgentOptions) if f.name == name).metadata["convert"]
+
+    def parse(text: str) -> object:
+        try:
+            return convert(text)
+        except (ValueError, UserError) as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return parse
+
+
+def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``agent``."""
+    parser = subparsers.add_parser(
+        "agent",
+        help="tune this client's OSCs online (or a simulated cluster's)",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help=f"options file (default {DEFAULT_CONFIG} if present)"
+    )
+    metavars = {"root": "DIR", "scenario": "FILE", "state_dir": "DIR", "interval": "D", "duration": "D"}
+    for option in fields(AgentOptions):
+        if option.name in ("tuner_options", "dry_run"):
+            continue
+        flag = "--" + option.name.replace("_", "-")
+        default = option.default if option.default is not None else "none"
+        parser.add_argument(
+            flag,
+            dest=option.name,
+            type=_option(option.name),
+            default=None,
+            metavar=metavars.get(option.name, option.name.upper().replace("_", "-")),
+            help=f"{option.metadata['help']} (default {default})",
+        )
+    parser.add_argument("--dry-run", action="store_const", const=True, default=None, help="print, do not write")
+    parser.add_argument(
+        "--tuner-option",
+        dest="tuner_options",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the tuner (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON summary of the run on exit")
+    parser.set_defaults(func=main)
+
+
+def _backend(options: AgentOptions, stop: threading.Event) -> Backend:
+    if options.backend == "sim":
+        from pfstune.backends.sim import SimBackend
+
+        if options.scenario is None:
+            raise UserError("--backend sim needs --scenario FILE")
+        return SimBackend.from_file(options.scenario, stop=stop, dry_run=options.dry_run)
+    from pfstune.backends.lustre import LustreBackend
+
+    return LustreBackend(
+        options.root, state_dir=options.state_dir, osc_glob=options.osc, dry_run=options.dry_run, stop=stop
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the agent until its duration ends, the scenario ends, or SIGTERM/SIGINT."""
+    flags = {f.name: getattr(args, f.name) for f in fields(AgentOptions)}
+    flags["tuner_options"] = dict(args.tuner_options)
+    options = resolve(args.config, flags)
+    setup_json_logging(options.log_level)
+    tuner = make_tuner(options.tuner, options.tuner_options)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with _backend(options, stop) as backend:
+            listeners: list[TickListener] = []
+            if options.metrics_port:
+                from pfstune.exporter import Exporter
+
+                exporter = Exporter()
+                try:
+                    exporter.serve(options.metrics_port, options.metrics_address)
+                except OSError as err:
+                    raise UserError(
+                        f"--metrics-port {options.metrics_port}: cannot listen on "
+                        f"{options.metrics_address}: {err.strerror or err}"
+                    ) from None
+                listeners.append(exporter)
+            agent = Agent(backend, tuner, interval=options.interval, osc_glob=options.osc, listeners=listeners)
+            log.info(
+                "started",
+                extra={"backend": options.backend, "tuner": options.tuner, "interval_s": options.interval},
+            )
+            notify("READY=1")
+            summary = agent.run(options.duration)
+            notify("STOPPING=1")
+            log.info("stopping; restoring original values", extra=summary.as_dict())
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if args.json:
+        result = {"backend": options.backend, "tuner": options.tuner, **summary.as_dict()}
+        result.update(getattr(backend, "result", dict)())
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    return 0

@@ -1,0 +1,64 @@
+"""The agent's Prometheus endpoint (``--metrics-port``), bound to 127.0.0.1 unless told otherwise.
+
+Metrics, refreshed after every tick:
+
+- ``pfstune_osc_tunable{osc,param}``: the value in force of each tuned parameter;
+- ``pfstune_osc_throughput_mbps{osc}``: RPC throughput of the last interval (MB = 10^6 bytes);
+- ``pfstune_decisions_total{osc}``: configurations applied;
+- ``pfstune_errors_total``: writes refused or not verified;
+- ``pfstune_tick_seconds``: wall time of a tick (summary: count and sum);
+- ``pfstune_last_tick_timestamp_seconds``: Unix time of the last tick (staleness alarms).
+
+A private registry keeps the default process collectors out unless asked for, and lets tests
+run several exporters in one process.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Summary, start_http_server
+
+if TYPE_CHECKING:  # the agent imports the exporter's users, not the other way round
+    from pfstune.agent import TickReport
+
+
+class Exporter:
+    """Prometheus metrics of one agent; call it with every :class:`~pfstune.agent.TickReport`."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        """Create the metrics in ``registry`` (default: a new private one)."""
+        self.registry = registry or CollectorRegistry()
+        self.tunable = Gauge(
+            "pfstune_osc_tunable", "Value in force of a tuned OSC parameter", ["osc", "param"], registry=self.registry
+        )
+        self.throughput = Gauge(
+            "pfstune_osc_throughput_mbps", "RPC throughput of the last interval, MB/s", ["osc"], registry=self.registry
+        )
+        self.decisions = Counter(
+            "pfstune_decisions", "Configurations applied to an OSC", ["osc"], registry=self.registry
+        )
+        self.errors = Counter("pfstune_errors", "Writes refused or not verified", registry=self.registry)
+        self.tick_seconds = Summary("pfstune_tick_seconds", "Wall time of one agent tick", registry=self.registry)
+        self.last_tick = Gauge(
+            "pfstune_last_tick_timestamp_seconds", "Unix time of the last tick", registry=self.registry
+        )
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> None:
+        """Serve ``/metrics`` on ``address:port`` from a background thread."""
+        start_http_server(port, addr=address, registry=self.registry)
+
+    def __call__(self, report: TickReport) -> None:
+        """Record one tick."""
+        for osc, config in report.configs.items():
+            for param, value in config.items():
+                self.tunable.labels(osc=osc, param=param).set(value)
+        for osc, mbps in report.mbps.items():
+            self.throughput.labels(osc=osc).set(mbps)
+        for osc in report.changes:
+            self.decisions.labels(osc=osc).inc()
+        if report.errors:
+            self.errors.inc(report.errors)
+        self.tick_seconds.observe(report.seconds)
+        self.last_tick.set(time.time())

@@ -1,0 +1,53 @@
+"""One simulated run with a tuner in the loop: the unit of ``sim run --tuner``, benchmarks and collection.
+
+The agent (:class:`pfstune.agent.Agent`) drives a :class:`pfstune.backends.sim.SimBackend`
+exactly as it drives a real client, probing every probe interval of the scenario.  The
+``default`` tuner changes nothing, so its run skips the agent: reading statistics does not
+perturb the simulation, and the result is the same, sooner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pfstune.agent import Agent, TickReport
+from pfstune.backends.sim import SimBackend
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import Scenario
+from pfstune.tuners import make_tuner
+from pfstune.tuners.default import DefaultTuner
+
+#: ``progress(simulated_seconds_done)``.
+Progress = Callable[[float], None]
+
+
+def simulate(
+    scenario: Scenario,
+    tuner: str = "default",
+    tuner_options: Mapping[str, str] | None = None,
+    progress: Progress | None = None,
+    listeners: list[Callable[[TickReport], None]] | None = None,
+) -> dict[str, Any]:
+    """Run ``scenario`` to its end under ``tuner``; return the ``sim run --json`` dictionary.
+
+    The result has ``tuner`` and, for tuned runs, ``decisions`` (configurations applied) and
+    ``mean_tick_ms`` (wall time of an agent tick) besides the engine's figures.
+    """
+    engine = Engine(scenario)
+    policy = make_tuner(tuner, tuner_options)
+    if isinstance(policy, DefaultTuner) and not listeners:
+        engine.run(progress=None if progress is None else lambda now_ns, _end: progress(now_ns / 1e9))
+        return {**engine.result(), "tuner": tuner, "decisions": 0}
+    ticks: list[Callable[[TickReport], None]] = list(listeners or [])
+    if progress is not None:
+        ticks.append(lambda report: progress(report.time))
+    with SimBackend(engine) as backend:
+        agent = Agent(backend, policy, interval=scenario.probe_interval_ns / 1e9, listeners=ticks)
+        summary = agent.run(scenario.duration_ns / 1e9)
+    return {
+        **engine.result(),
+        "tuner": tuner,
+        "decisions": summary.decisions,
+        "mean_tick_ms": summary.as_dict()["mean_tick_ms"],
+    }

@@ -1,0 +1,101 @@
+"""The conformance suite every :class:`~pfstune.backends._base.Backend` must pass.
+
+``check_backend(factory, advance)`` builds fresh backends with ``factory`` and checks the
+interface's contract: a probe is a snapshot of client OSCs with their tuned parameters as ints
+and parsed statistics; bounds cover the tuned parameters; an in-bounds write is in force at the
+next probe; an out-of-bounds or not-allow-listed write raises ActuatorError and changes nothing;
+closing restores every original value, and closing twice is harmless.  ``advance(backend)``
+lets time pass between probes (sleep on a real tree, run the simulation on the sim backend).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pfstune.backends._base import Backend
+from pfstune.lustre.limits import ActuatorError
+from pfstune.tuners._base import TUNED_PARAMS, Config
+
+
+def _configs(backend: Backend) -> dict[str, Config]:
+    snapshot = backend.probe()
+    configs: dict[str, Config] = {}
+    for name, osc in snapshot["osc"].items():
+        tunables = osc.get("tunables", {})
+        configs[name] = {p: int(tunables[p]) for p in TUNED_PARAMS}
+    return configs
+
+
+def check_backend(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
+    """Run every backend conformance check on backends made by ``factory``."""
+    check_probe_shape(factory, advance)
+    check_apply_and_restore(factory, advance)
+    check_refusals(factory)
+
+
+def check_probe_shape(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
+    """Probes have client OSCs, int tunables, parsed stats, and a clock that moves forward."""
+    with factory() as backend:
+        first = backend.probe()
+        assert first["osc"], "a probe found no client OSC"
+        for name, osc in first["osc"].items():
+            assert "-osc-MDT" not in name, f"{name} is a server-side OSC"
+            assert "rpc_stats" in osc, f"{name}: no rpc_stats"
+            bounds = backend.bounds(name)
+            for param in TUNED_PARAMS:
+                value = osc.get("tunables", {}).get(param)
+                assert isinstance(value, int), f"{name}: {param} = {value!r} is not an int"
+                low, high = bounds[param]
+                assert 1 <= low <= int(value) <= high, f"{name}: {param} = {value} outside {bounds[param]}"
+        advance(backend)
+        second = backend.probe()
+        assert second["time"] > first["time"], "the probe time did not advance"
+        for llite in second["llite"].values():
+            for member in llite.get("osc", []):
+                assert member in second["osc"], f"llite lists {member}, which the probe did not return"
+
+
+def check_apply_and_restore(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
+    """An in-bounds write is in force at the next probe; close() restores the original."""
+    backend = factory()
+    with backend:
+        originals = _configs(backend)
+        name = sorted(originals)[0]
+        original = originals[name]
+        low, high = backend.bounds(name)["max_rpcs_in_flight"]
+        target = low if original["max_rpcs_in_flight"] != low else min(high, low * 2)
+        in_force = backend.apply(name, {"max_rpcs_in_flight": target})
+        assert in_force["max_rpcs_in_flight"] == target, f"apply returned {in_force}, wanted {target}"
+        advance(backend)
+        assert _configs(backend)[name]["max_rpcs_in_flight"] == target, "the write is not in force at the next probe"
+        pages_low, pages_high = backend.bounds(name)["max_pages_per_rpc"]
+        pages = pages_low if original["max_pages_per_rpc"] != pages_low else pages_high
+        backend.apply(name, {"max_pages_per_rpc": pages})
+    after = _configs(backend)
+    assert after[name] == original, f"after close {name} is {after[name]}, not the original {original}"
+    backend.close()  # a second close must be harmless
+    assert _configs(backend)[name] == original
+
+
+def check_refusals(factory: Callable[[], Backend]) -> None:
+    """Out-of-bounds and not-allow-listed writes raise ActuatorError and change nothing."""
+    with factory() as backend:
+        before = _configs(backend)
+        name = sorted(before)[0]
+        bounds = backend.bounds(name)
+        for param in TUNED_PARAMS:
+            low, high = bounds[param]
+            for bad in (low - 1, high + 1):
+                try:
+                    backend.apply(name, {param: bad})
+                except ActuatorError:
+                    pass
+                else:
+                    raise AssertionError(f"{param}={bad} outside {low}..{high} was accepted")
+        try:
+            backend.apply(name, {"checksum_dump": 1})
+        except ActuatorError:
+            pass
+        else:
+            raise AssertionError("a parameter outside the allow-list was accepted")
+        assert _configs(backend) == before, "a refused write changed something"

@@ -1,0 +1,52 @@
+"""Tuning policies behind one interface (:class:`pfstune.tuners._base.Tuner`), one per file.
+
+:func:`make_tuner` builds one by the name users give to ``--tuner``, with options
+(``--tuner-option period=5``) converted to the constructor's parameter types.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+
+from pfstune.errors import UserError
+from pfstune.tuners._base import Tuner
+from pfstune.tuners.default import DefaultTuner
+from pfstune.tuners.iopathtune import IOPathTuneTuner
+
+#: Every tuner by its ``--tuner`` name.
+TUNERS: dict[str, Callable[..., Tuner]] = {
+    DefaultTuner.name: DefaultTuner,
+    IOPathTuneTuner.name: IOPathTuneTuner,
+}
+
+
+def _convert(tuner: str, key: str, text: str, annotation: object) -> object:
+    kind = {"float": float, "int": int, "str": str, "bool": bool}.get(str(annotation))
+    if kind is None:
+        return text
+    if kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise UserError(f"tuner {tuner}: option {key}={text!r} is not a boolean")
+    try:
+        return kind(text)
+    except ValueError:
+        raise UserError(f"tuner {tuner}: option {key}={text!r} is not a valid {kind.__name__}") from None
+
+
+def make_tuner(name: str, options: Mapping[str, str] | None = None) -> Tuner:
+    """The tuner called ``name``, built with ``options`` (text values, converted by annotation)."""
+    if name not in TUNERS:
+        raise UserError(f"unknown tuner {name!r}; known: {', '.join(sorted(TUNERS))}")
+    factory = TUNERS[name]
+    parameters = inspect.signature(factory).parameters
+    kwargs: dict[str, object] = {}
+    for key, text in (options or {}).items():
+        if key not in parameters:
+            known = ", ".join(p for p in parameters if p != "self") or "none"
+            raise UserError(f"tuner {name}: unknown option {key!r}; options: {known}")
+        kwargs[key] = _convert(name, key, text, parameters[key].annotation)
+    return factory(**kwargs)

@@ -1,0 +1,188 @@
+"""The agent loop on the sim backend and on a scripted backend: decisions, errors, timing, restore."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pfstune.agent import Agent, TickReport
+from pfstune.backends._base import Backend
+from pfstune.backends.sim import SimBackend
+from pfstune.cli.main import main
+from pfstune.clock import Clock
+from pfstune.lustre.limits import ActuatorError
+from pfstune.lustre.types import Snapshot
+from pfstune.tuners._base import Config, Context, Tuner
+from pfstune.tuners.default import DefaultTuner
+from pfstune.tuners.iopathtune import IOPathTuneTuner
+
+SEQRW = """\
+name: seqrw
+seed: 1
+duration: 20s
+cluster: {preset: cloudlab-c6525, clients: 1}
+jobs:
+  - {name: seqrw, client: 0, workload: filebench.seqrw, iosize: 16m, filesize: 8g, stripe_count: 1}
+"""
+
+
+@pytest.fixture
+def seqrw(write_scenario: Callable[[str, str], Path]) -> Path:
+    return write_scenario(SEQRW, "seqrw.yaml")
+
+
+def _tunables(backend: SimBackend) -> dict[str, Config]:
+    return {
+        name: {p: int(osc["tunables"][p]) for p in ("max_pages_per_rpc", "max_rpcs_in_flight")}
+        for name, osc in backend.probe()["osc"].items()
+    }
+
+
+def test_iopathtune_changes_the_busy_osc_and_everything_is_restored(seqrw: Path) -> None:
+    reports: list[TickReport] = []
+    backend = SimBackend.from_file(seqrw)
+    with backend:
+        originals = _tunables(backend)
+        agent = Agent(backend, IOPathTuneTuner(period=2.0), interval=0.5, listeners=[reports.append])
+        summary = agent.run(duration=20.0)
+        during = _tunables(backend)
+    assert summary.ticks == 41  # t = 0, 0.5, ..., 20 s
+    assert summary.errors == 0
+    changed = {osc for report in reports for osc in report.changes}
+    assert changed, "IOPathTune changed nothing in 20 s with a 2 s period"
+    assert any(during[osc] != originals[osc] for osc in changed)
+    busy = max(reports[-1].mbps, key=reports[-1].mbps.get)  # type: ignore[arg-type]
+    assert busy in changed
+    idle = set(originals) - changed
+    assert idle, "the OSCs without traffic should have been left alone"
+    assert _tunables(backend) == originals  # restored on close
+
+
+def test_default_tuner_never_writes(seqrw: Path) -> None:
+    with SimBackend.from_file(seqrw) as backend:
+        summary = Agent(backend, DefaultTuner(), interval=0.5).run(duration=3.0)
+    assert summary.decisions == 0
+    assert summary.ticks == 7
+
+
+class _OutOfRange(Tuner):
+    name = "out-of-range"
+
+    def suggest(self, context: Context) -> Config:
+        return {**context.config, "max_rpcs_in_flight": 1000}
+
+
+def test_refused_writes_are_counted_and_the_loop_goes_on(seqrw: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with SimBackend.from_file(seqrw) as backend:
+        summary = Agent(backend, _OutOfRange(), interval=0.5).run(duration=1.0)
+    assert summary.ticks == 3
+    assert summary.errors == 3 * 8  # every OSC, every tick
+    assert summary.decisions == 0
+    assert "max_rpcs_in_flight=1000" in caplog.text
+
+
+class _ScriptedClock(Clock):
+    def __init__(self) -> None:
+        self.time = 100.0
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self.time
+
+    def sleep_until(self, when: float) -> bool:
+        self.sleeps.append(when)
+        self.time = max(self.time, when)
+        return True
+
+
+class _SlowBackend(Backend):
+    """One OSC; every probe takes `cost` seconds of the clock."""
+
+    def __init__(self, cost: float) -> None:
+        self.clock = _ScriptedClock()
+        self.cost = cost
+        self.closed = 0
+
+    def probe(self) -> Snapshot:
+        self.clock.time += self.cost
+        tunables: dict[str, int | str] = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 8}
+        return {
+            "time": self.clock.time,
+            "osc": {"fs-OST0000-osc-ffff000000000001": {"tunables": tunables}},
+            "llite": {},
+        }
+
+    def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
+        return {"max_pages_per_rpc": (1, 1024), "max_rpcs_in_flight": (1, 256)}
+
+    def apply(self, osc: str, config: Config) -> Config:
+        raise ActuatorError("not expected")
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_ticks_stay_on_the_grid_and_skip_what_an_overrun_missed() -> None:
+    backend = _SlowBackend(cost=0.1)
+    Agent(backend, DefaultTuner(), interval=0.5).run(duration=2.0)
+    assert backend.clock.sleeps == pytest.approx([100.5, 101.0, 101.5, 102.0])
+    slow = _SlowBackend(cost=1.2)
+    Agent(slow, DefaultTuner(), interval=0.5).run(duration=5.0)
+    # each tick overruns two grid points and the next tick waits for the third
+    assert slow.clock.sleeps == pytest.approx([101.5, 103.0, 104.5])
+
+
+def test_metrics_missing_from_a_probe_do_not_break_the_tuner() -> None:
+    backend = _SlowBackend(cost=0.0)
+    summary = Agent(backend, IOPathTuneTuner(period=0.5), interval=0.5).run(duration=5.0)
+    assert summary.errors == 0
+
+
+def test_agent_cli_on_the_sim_backend_prints_a_json_summary(seqrw: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(
+        [
+            "agent",
+            "--backend",
+            "sim",
+            "--scenario",
+            str(seqrw),
+            "--tuner",
+            "iopathtune",
+            "--tuner-option",
+            "period=2",
+            "--json",
+            "--log-level",
+            "warning",
+        ]
+    )
+    assert status == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["tuner"] == "iopathtune"
+    assert result["ticks"] == 41
+    assert result["decisions"] > 0
+    assert result["sim_seconds"] == pytest.approx(20.0)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["agent", "--backend", "sim"], "--scenario"),
+        (["agent", "--backend", "sim", "--scenario", "x.yaml", "--tuner", "nope"], "unknown tuner"),
+        (["agent", "--backend", "sim", "--scenario", "x.yaml", "--tuner-option", "zzz=1"], "unknown option"),
+    ],
+)
+def test_agent_cli_user_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*argv, "--config", "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_sim_run_with_a_tuner(seqrw: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "run", str(seqrw), "--tuner", "iopathtune", "--tuner-option", "period=2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["tuner"] == "iopathtune"
+    assert result["decisions"] > 0

@@ -1,0 +1,64 @@
+"""Agent options: defaults, the TOML file, flags over the file, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pfstune.config import AgentOptions, load_file, resolve
+from pfstune.errors import UserError
+
+PACKAGING = Path(__file__).parents[1] / "packaging"
+
+
+def test_defaults_without_a_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("pfstune.config.DEFAULT_CONFIG", tmp_path / "absent.toml")
+    options = resolve(None, {})
+    assert options == AgentOptions()
+    assert options.interval == 0.5
+    assert options.state_dir == Path("/run/pfstune")
+    assert options.metrics_address == "127.0.0.1"
+
+
+def test_the_shipped_example_file_loads() -> None:
+    options = resolve(PACKAGING / "agent.toml", {})
+    assert options.backend == "lustre"
+    assert options.tuner == "iopathtune"
+    assert options.tuner_options == {"period": "10"}
+
+
+def test_flags_win_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text('interval = "2s"\ntuner = "default"\nmetrics_port = 9000\n[tuner_options]\na = "1"\nb = 2\n')
+    options = resolve(path, {"interval": 0.25, "tuner": None, "tuner_options": {"b": "3"}})
+    assert options.interval == 0.25
+    assert options.tuner == "default"
+    assert options.metrics_port == 9000
+    assert options.tuner_options == {"a": "1", "b": "3"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nope = 1\n", "unknown key 'nope'"),
+        ('interval = "fast"\n', "interval"),
+        ('backend = "nfs"\n', "backend"),
+        ("metrics_port = 70000\n", "metrics_port"),
+        ("dry_run = 3\n", "dry_run"),
+        ("tuner_options = 3\n", "tuner_options"),
+        ("this is not toml", "not valid TOML"),
+    ],
+)
+def test_bad_files_are_one_line_user_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text(text)
+    with pytest.raises(UserError, match=message) as caught:
+        load_file(path)
+    assert str(path) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="No such file"):
+        resolve(tmp_path / "absent.toml", {})
