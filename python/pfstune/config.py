@@ -93,7 +93,7 @@ class AgentOptions:
     osc: str = field(default="*", metadata={"convert": str, "help": "glob of the OSC devices to tune"})
     dry_run: bool = field(default=False, metadata={"convert": _boolean, "help": "print, do not write"})
     state_dir: Path = field(default=Path("/run/pfstune"), metadata={"convert": Path, "help": "state and lock"})
-    metrics_port: int = field(default=0, metadata={"convert": _port, "help": "Prometheus port (0: off)"})
+    metrics_port: int = field(default=0, metadata={"convert": _port, "help": "Prometheus port"})
     metrics_address: str = field(default="127.0.0.1", metadata={"convert": str, "help": "Prometheus address"})
     log_level: str = field(default="info", metadata={"convert": _level, "help": "log level"})
 

@@ -13,5 +13,6 @@ def test_tuner_conforms(name: str) -> None:
     check_tuner(lambda: make_tuner(name))
 
 
-def test_iopathtune_with_a_short_period_conforms() -> None:
-    check_tuner(lambda: make_tuner("iopathtune", {"period": "1"}))
+@pytest.mark.parametrize("objective", ["osc", "llite"])
+def test_iopathtune_with_a_short_period_conforms(objective: str) -> None:
+    check_tuner(lambda: make_tuner("iopathtune", {"period": "1", "objective": objective}))

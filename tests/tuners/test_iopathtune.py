@@ -72,7 +72,9 @@ def test_idle_osc_is_left_alone() -> None:
     }
 
 
-@pytest.mark.parametrize("options", [{"period": "0"}, {"tolerance": "1.5"}, {"period": "x"}, {"nope": "1"}])
+@pytest.mark.parametrize(
+    "options", [{"period": "0"}, {"tolerance": "1.5"}, {"period": "x"}, {"nope": "1"}, {"objective": "disk"}]
+)
 def test_bad_options_are_user_errors(options: dict[str, str]) -> None:
     with pytest.raises(UserError):
         make_tuner("iopathtune", options)

@@ -95,19 +95,30 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument(
         "--config", type=Path, metavar="FILE", help=f"options file (default {DEFAULT_CONFIG} if present)"
     )
-    metavars = {"root": "DIR", "scenario": "FILE", "state_dir": "DIR", "interval": "D", "duration": "D"}
+    metavars = {
+        "backend": "{lustre,sim}",
+        "root": "DIR",
+        "scenario": "FILE",
+        "tuner": "NAME",
+        "state_dir": "DIR",
+        "interval": "D",
+        "duration": "D",
+        "osc": "GLOB",
+        "metrics_port": "PORT",
+        "metrics_address": "ADDR",
+        "log_level": "{debug,info,warning,error}",
+    }
+    shown = {"interval": "0.5s", "duration": "until stopped", "scenario": "none", "metrics_port": "0: off"}
     for option in fields(AgentOptions):
         if option.name in ("tuner_options", "dry_run"):
             continue
-        flag = "--" + option.name.replace("_", "-")
-        default = option.default if option.default is not None else "none"
         parser.add_argument(
-            flag,
+            "--" + option.name.replace("_", "-"),
             dest=option.name,
             type=_option(option.name),
             default=None,
-            metavar=metavars.get(option.name, option.name.upper().replace("_", "-")),
-            help=f"{option.metadata['help']} (default {default})",
+            metavar=metavars[option.name],
+            help=f"{option.metadata['help']} (default: {shown.get(option.name, option.default)})",
         )
     parser.add_argument("--dry-run", action="store_const", const=True, default=None, help="print, do not write")
     parser.add_argument(
