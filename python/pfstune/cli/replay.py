@@ -1,0 +1,69 @@
+"""``pfstune replay``: score a tuner offline on recorded per-OSC measurements (design.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pfstune.cli._common import key_value
+from pfstune.cli._output import ProgressBar, format_table, print_json
+from pfstune.errors import UserError
+from pfstune.replay import load_recording, replay
+from pfstune.tuners import TUNERS, make_tuner
+
+
+def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``replay``."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="score a tuner offline on recorded measurements",
+        description=(
+            "Replay a tuner over every OSC series of DATASET (the shared/data/dial-lustre schema): at each "
+            "row it proposes the next configuration; the proposal is scored by the dataset's own mean "
+            "throughput of that configuration for that workload, over the best configuration's. The "
+            "default (1024, 8) is scored the same way."
+        ),
+    )
+    parser.add_argument("dataset", nargs="+", metavar="DATASET", help="Parquet file(s)")
+    parser.add_argument("--tuner", required=True, metavar="NAME", help=f"one of {', '.join(sorted(TUNERS))}")
+    parser.add_argument("--model", metavar="MODELDIR", help="model directory (tuners with a model, e.g. dial)")
+    parser.add_argument(
+        "--tuner-option", dest="tuner_options", type=key_value, action="append", default=[], metavar="KEY=VALUE"
+    )
+    parser.add_argument("--out", type=Path, metavar="DECISIONS.parquet", help="write one decision per input row")
+    parser.add_argument("--json", action="store_true", help="print the scores as JSON")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Replay and print the scores."""
+    options = dict(args.tuner_options)
+    if args.model:
+        options["model"] = args.model
+    tuner = make_tuner(args.tuner, options)
+    data = load_recording(args.dataset)
+    if args.out is not None and not args.out.parent.is_dir():
+        raise UserError(f"--out {args.out}: directory {args.out.parent} does not exist")
+    with ProgressBar(len(data), "replaying", "rows", enabled=not args.json) as bar:
+        done = 0
+
+        def advance(rows: int) -> None:
+            nonlocal done
+            done += rows
+            bar.update(done)
+
+        result = replay(data, tuner, progress=advance)
+    if args.out is not None:
+        result.decisions.to_parquet(args.out, index=False)
+    summary = {"tuner": args.tuner, **result.summary()}
+    if args.json:
+        print_json(summary)
+        return 0
+    rows = [
+        [name, f"{w['score']:.3f}", "-" if w["default_score"] is None else f"{w['default_score']:.3f}", str(w["rows"])]
+        for name, w in summary["workloads"].items()
+    ]
+    print(format_table(["workload", args.tuner, "default", "rows"], rows))
+    if summary["mean_score"] is not None:
+        print(f"mean: {args.tuner} {summary['mean_score']:.3f}, default {summary['mean_default_score']:.3f}")
+    return 0

@@ -1,0 +1,158 @@
+"""Offline replay of a tuner on recorded per-OSC measurements (design.md, "Offline replay on real data").
+
+For a dataset in the schema of ``shared/data/dial-lustre`` (or any Parquet file with its columns):
+
+- **Value table.** value(w, c) is the mean per-interval OSC throughput of the rows of workload w
+  recorded under configuration c in which the OSC carried data.  Idle intervals and rows of zero
+  duration say nothing about c, so they are left out of the table (but still replayed).
+- **Decisions.** Each OSC series (workload, iteration, osc) is replayed in ``observation_no``
+  order; at each row the tuner observes that interval (features from :mod:`pfstune.features`,
+  the configuration that was in force) and proposes the configuration of the next interval.
+  All series advance in lockstep, so a tuner with a model scores every series of a step in one
+  batch.  The recorded data do not follow the proposals (the collector chose configurations at
+  random), which is what lets one recording score any tuner.
+- **Score.** Per workload, the mean over rows of value(w, proposal) / max_c value(w, c).  The
+  default configuration (1024, 8) is scored the same way.  A proposal the table has no value
+  for (never recorded for that workload) is counted in ``unscored`` and left out of the mean.
+
+Each series gets its own OSC key (``workload/iteration/osc``), so per-OSC tuner state never
+leaks between recordings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pfstune.errors import UserError
+from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
+from pfstune.tuners._base import Context, Tuner
+
+#: Lustre's default configuration, scored beside every tuner.
+DEFAULT_CONFIG = (1024, 8)
+#: The replayed tuners may use the whole dial99 range.
+BOUNDS = {"max_pages_per_rpc": (1, 1024), "max_rpcs_in_flight": (1, 256)}
+_MPPR = "osc_rpc_configuration_current.mppr_value"
+_MRIF = "osc_rpc_configuration_current.mrif_value"
+SERIES = ["workload", "iteration", "osc"]
+
+
+def _throughput(rows: pd.DataFrame) -> pd.Series:
+    read = rows["ost_read_rpc_bytes_data.samples_sum"].astype(float)
+    write = rows["ost_write_rpc_bytes_data.samples_sum"].astype(float)
+    return (read + write) / rows["actual_record_duration"].astype(float) / 1e6
+
+
+def value_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """value(workload, mppr, mrif): mean MB/s of the rows that moved data, indexed by the three."""
+    moved = raw[(raw["actual_record_duration"] > 0)]
+    mbps = _throughput(moved)
+    moved = moved.assign(mbps=mbps)[mbps > 0]
+    table = moved.groupby(["workload", _MPPR, _MRIF], observed=True)["mbps"].mean()
+    return table.rename_axis(["workload", "max_pages_per_rpc", "max_rpcs_in_flight"]).to_frame("value")
+
+
+@dataclass
+class ReplayResult:
+    """Decisions (one row per input row) and the per-workload scores."""
+
+    decisions: pd.DataFrame
+    scores: dict[str, dict[str, Any]]
+
+    def summary(self) -> dict[str, Any]:
+        """The ``--json`` document: per-workload scores and their means."""
+        workloads = list(self.scores.values())
+        return {
+            "workloads": self.scores,
+            "mean_score": float(np.mean([w["score"] for w in workloads])) if workloads else None,
+            "mean_default_score": float(np.mean([w["default_score"] for w in workloads])) if workloads else None,
+        }
+
+
+def load_recording(paths: Sequence[str]) -> pd.DataFrame:
+    """Concatenate Parquet recordings; UserError if a file is missing or lacks the schema."""
+    frames = []
+    for path in paths:
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as err:
+            raise UserError(f"{path}: cannot read as Parquet: {err}") from None
+        missing = [c for c in [*SERIES, "observation_no", *RAW_COLUMNS] if c not in frame]
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise UserError(f"{path}: not a per-OSC recording (the dial-lustre schema); missing columns {shown}")
+        frames.append(frame)
+    if not frames:
+        raise UserError("no dataset given")
+    data = pd.concat(frames, ignore_index=True)
+    for column in ("workload", "osc"):
+        data[column] = data[column].astype(str)
+    if data.empty:
+        raise UserError("the dataset has no rows")
+    return data
+
+
+def replay(raw: pd.DataFrame, tuner: Tuner, progress: Callable[[int], None] | None = None) -> ReplayResult:
+    """Replay ``tuner`` over every series of ``raw`` (the dataset schema); see the module docstring."""
+    raw = raw.sort_values([*SERIES, "observation_no"], kind="stable").reset_index(drop=True)
+    features = from_dataset(raw)
+    table = value_table(raw)["value"]
+    keys = raw["workload"].astype(str) + "/" + raw["iteration"].astype(str) + "/" + raw["osc"].astype(str)
+    step = raw.groupby(SERIES, observed=True).cumcount().to_numpy()
+    proposals = np.zeros((len(raw), 2), dtype=np.int64)
+    columns = list(FEATURE_COLUMNS)
+    matrix = features[columns].to_numpy(dtype=float)
+    configs = raw[[_MPPR, _MRIF]].to_numpy(dtype=np.int64)
+    for k in range(int(step.max()) + 1 if len(step) else 0):
+        rows = np.flatnonzero(step == k)
+        contexts = []
+        for i in rows:
+            metrics = dict(zip(columns, matrix[i].tolist(), strict=True))
+            config = {"max_pages_per_rpc": int(configs[i, 0]), "max_rpcs_in_flight": int(configs[i, 1])}
+            tuner.observe(keys[i], dict(config), metrics)
+            contexts.append(Context(keys[i], float(k), config, BOUNDS, metrics))
+        for i, suggestion in zip(rows, tuner.suggest_batch(contexts), strict=True):
+            proposals[i] = (suggestion["max_pages_per_rpc"], suggestion["max_rpcs_in_flight"])
+        if progress is not None:
+            progress(len(rows))
+    decisions = pd.DataFrame(
+        {
+            "workload": raw["workload"].astype(str),
+            "iteration": raw["iteration"],
+            "osc": raw["osc"].astype(str),
+            "observation_no": raw["observation_no"],
+            "max_pages_per_rpc": proposals[:, 0],
+            "max_rpcs_in_flight": proposals[:, 1],
+        }
+    )
+    return ReplayResult(decisions, _scores(decisions, table))
+
+
+def _scores(decisions: pd.DataFrame, table: pd.Series) -> dict[str, dict[str, Any]]:
+    scores: dict[str, dict[str, Any]] = {}
+    for workload, rows in decisions.groupby("workload", sort=True):
+        values = table.xs(workload, level="workload") if workload in table.index.get_level_values(0) else None
+        if values is None or values.empty:
+            continue
+        best = float(values.max())
+        lookup = values.to_dict()
+        got = [
+            lookup.get((int(a), int(b)))
+            for a, b in zip(rows["max_pages_per_rpc"], rows["max_rpcs_in_flight"], strict=True)
+        ]
+        scored = [v for v in got if v is not None]
+        default = lookup.get(DEFAULT_CONFIG)
+        best_config = max(lookup, key=lookup.__getitem__)
+        scores[str(workload)] = {
+            "score": float(np.mean(scored)) / best if scored else 0.0,
+            "default_score": (default / best) if default is not None else None,
+            "rows": len(rows),
+            "unscored": len(got) - len(scored),
+            "best_config": list(best_config),
+            "best_mbps": best,
+        }
+    return scores

@@ -1,0 +1,122 @@
+"""Offline replay: the value table, per-workload scores, the decisions file, the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pfstune.cli.main import main
+from pfstune.features import RAW_COLUMNS
+from pfstune.replay import load_recording, replay, value_table
+from pfstune.tuners._base import Config, Context, Tuner
+from pfstune.tuners.default import DefaultTuner
+from tests.conftest import SHARED
+
+DEV = SHARED / "data" / "dial-lustre" / "dev.parquet"
+
+
+def _recording() -> pd.DataFrame:
+    """Two workloads, two OSC series each; throughput set by the configuration."""
+    mbps = {(1024, 8): 100.0, (64, 32): 400.0, (1, 1): 10.0}
+    rows = []
+    for workload, scale in (("wa", 1.0), ("wb", 2.0)):
+        for osc in ("fs-OST0000-osc-ffff0001", "fs-OST0001-osc-ffff0001"):
+            for no, config in enumerate([(1024, 8), (64, 32), (1, 1), (64, 32), (1024, 8), (1, 1)]):
+                nbytes = mbps[config] * scale * 1e6 * 0.5
+                rows.append(
+                    {
+                        "workload": workload,
+                        "iteration": 1,
+                        "osc": osc,
+                        "observation_no": no,
+                        "osc_rpc_configuration_current.mppr_value": config[0],
+                        "osc_rpc_configuration_current.mrif_value": config[1],
+                        "osc_rpc_configuration_current.mdm_value": 2000,
+                        "ost_read_rpc_bytes_data.samples_sum": nbytes,
+                        "ost_read_rpc_bytes_data.no_of_samples": 10,
+                        "ost_write_rpc_bytes_data.samples_sum": 0,
+                        "actual_record_duration": 0.5 if no != 5 else 0.0,  # the last row says nothing
+                    }
+                )
+    frame = pd.DataFrame(rows)
+    for column in RAW_COLUMNS:  # every other DIAL column: zero, as an idle counter reads
+        if column not in frame:
+            frame[column] = 0
+    return frame
+
+
+class _Always(Tuner):
+    name = "always"
+
+    def __init__(self, config: tuple[int, int]) -> None:
+        self.config = {"max_pages_per_rpc": config[0], "max_rpcs_in_flight": config[1]}
+
+    def suggest(self, context: Context) -> Config:
+        return dict(self.config)
+
+
+def test_value_table_skips_idle_and_zero_duration_rows() -> None:
+    table = value_table(_recording())["value"]
+    assert table[("wa", 64, 32)] == pytest.approx(400.0)
+    assert table[("wb", 1024, 8)] == pytest.approx(200.0)
+    assert table[("wa", 1, 1)] == pytest.approx(10.0)  # the zero-duration row is not averaged in
+
+
+def test_scores_are_value_over_best_and_the_default_is_scored_too() -> None:
+    best = replay(_recording(), _Always((64, 32)))
+    assert best.scores["wa"]["score"] == pytest.approx(1.0)
+    assert best.scores["wa"]["default_score"] == pytest.approx(0.25)
+    assert best.scores["wb"]["best_config"] == [64, 32]
+    worst = replay(_recording(), _Always((1, 1)))
+    assert worst.scores["wb"]["score"] == pytest.approx(10 / 400)
+    missing = replay(_recording(), _Always((2, 2)))
+    assert missing.scores["wa"]["unscored"] == 12
+    assert missing.summary()["mean_score"] == 0.0
+
+
+def test_decisions_have_one_row_per_input_row_in_series_order() -> None:
+    data = _recording().sample(frac=1.0, random_state=3)  # any input order
+    result = replay(data, DefaultTuner())
+    decisions = result.decisions
+    assert len(decisions) == len(data)
+    assert list(decisions.columns) == [
+        "workload",
+        "iteration",
+        "osc",
+        "observation_no",
+        "max_pages_per_rpc",
+        "max_rpcs_in_flight",
+    ]
+    first = decisions[(decisions.workload == "wa") & (decisions.osc == "fs-OST0000-osc-ffff0001")]
+    assert first["observation_no"].tolist() == list(range(6))
+    # the default tuner keeps what was in force in each recorded interval
+    assert first["max_pages_per_rpc"].tolist() == [1024, 64, 1, 64, 1024, 1]
+
+
+@pytest.mark.skipif(not DEV.exists(), reason="the shared dataset is not beside the checkout")
+def test_replay_command_on_the_real_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    subset = tmp_path / "subset.parquet"
+    data = pd.read_parquet(DEV)
+    data[data["iteration"].isin([1, 2])].to_parquet(subset)
+    out = tmp_path / "decisions.parquet"
+    assert main(["replay", str(subset), "--tuner", "iopathtune", "--out", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["workloads"]) == set(data["workload"].astype(str).unique())
+    for scores in summary["workloads"].values():
+        assert 0 < scores["score"] <= 1
+        assert 0 < scores["default_score"] <= 1
+    assert len(pd.read_parquet(out)) == len(load_recording([str(subset)]))
+
+
+def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(tmp_path / "absent.parquet"), "--tuner", "default"]) == 2
+    bad = tmp_path / "bad.parquet"
+    pd.DataFrame({"x": [1]}).to_parquet(bad)
+    assert main(["replay", str(bad), "--tuner", "default"]) == 2
+    assert "missing columns" in capsys.readouterr().err
+    _recording().drop(columns=["cur_grant_bytes"]).to_parquet(bad)
+    assert main(["replay", str(bad), "--tuner", "default"]) == 2
+    assert "missing columns" in capsys.readouterr().err
