@@ -13,11 +13,13 @@ from pfstune.errors import UserError
 from pfstune.tuners._base import Tuner
 from pfstune.tuners.default import DefaultTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
+from pfstune.tuners.random import RandomTuner
 
 #: Every tuner by its ``--tuner`` name.
 TUNERS: dict[str, Callable[..., Tuner]] = {
     DefaultTuner.name: DefaultTuner,
     IOPathTuneTuner.name: IOPathTuneTuner,
+    RandomTuner.name: RandomTuner,
 }
 
 

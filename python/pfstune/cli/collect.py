@@ -1,0 +1,88 @@
+"""``pfstune collect``: record simulated training data the way DIAL's collector recorded the real data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from pfstune.cli._output import ProgressBar, format_table, print_json
+from pfstune.collect import collect, plan_runs
+from pfstune.errors import UserError
+from pfstune.units import parse_duration
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of distinct non-negative integers, e.g. 1,2,3")
+    return seeds
+
+
+def _duration(text: str) -> str:
+    try:
+        parse_duration(text)
+    except UserError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``collect``."""
+    parser = subparsers.add_parser(
+        "collect",
+        help="record simulated training data under random configurations",
+        description=(
+            "Run each SCENARIO on the simulator once per seed the way DIAL's collector ran on the "
+            "real cluster: the agent probes every OSC every probe interval (0.5 s) and after every "
+            "probe writes a random dial99 configuration (the random tuner) to every OSC. Every "
+            "feature row the agent computes is written, one Parquet file per scenario and seed "
+            "(<scenario>-seed<k>.parquet, rows of idle OSCs included), with manifest.json."
+        ),
+    )
+    parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=_seeds, metavar="N,N,...", help="seeds to run each scenario with")
+    seeds.add_argument("--repeat", type=_positive, metavar="N", help="run each scenario with seeds 1..N")
+    parser.add_argument(
+        "--duration",
+        type=_duration,
+        metavar="D",
+        help="simulated duration of every run, e.g. 120s (default: each scenario's)",
+    )
+    parser.add_argument(
+        "--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Collect and print one row per run (or the manifest)."""
+    seeds = args.seeds if args.seeds is not None else list(range(1, args.repeat + 1)) if args.repeat else None
+    total = sum(run.duration_s for run in plan_runs(args.scenarios, seeds, args.duration))  # fails fast
+    with ProgressBar(total, "collecting", " s", enabled=not args.json) as bar:
+        manifest = collect(
+            args.scenarios, args.out, seeds, args.jobs, args.duration, lambda done, _: bar.update(round(done))
+        )
+    if args.json:
+        print_json(manifest)
+        return 0
+    rows = [
+        [run["file"], run["rows"], run["active_rows"], run["osc_mbps"], run["wall_seconds"]] for run in manifest["runs"]
+    ]
+    print(format_table(["file", "rows", "active rows", "OSC MB/s", "wall s"], rows))
+    print(
+        f"{manifest['rows']} rows ({manifest['active_rows']} with OSC traffic) in {len(rows)} files "
+        f"in {manifest['wall_seconds']:.1f} s; manifest: {os.path.join(args.out, 'manifest.json')}"
+    )
+    return 0

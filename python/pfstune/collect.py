@@ -1,0 +1,462 @@
+"""Simulated training data, recorded the way DIAL recorded its real data (``pfstune collect``).
+
+DIAL's collector (``shared/data/dial-lustre/README.md``) probed every OSC of a client every
+~0.5 s and, after every probe, wrote a random dial99 configuration to every OSC, so that each
+recorded interval ran under a random configuration.  :func:`collect` does the same on the sim
+backend: each (scenario, seed) pair is one run of the scenario (engine seeded with ``seed``)
+with the :class:`~pfstune.agent.Agent` and the ``random`` tuner
+(:class:`~pfstune.tuners.random.RandomTuner`, seeded with ``seed`` too) probing every probe
+interval of the scenario.  The rows are the feature rows the agent itself computes and hands to
+the tuner (:mod:`pfstune.features`, the one feature path): a recording wrapper around the tuner
+keeps them, so nothing here recomputes a feature.
+
+Output, in ``out_dir``:
+
+``<scenario>-seed<k>.parquet``
+    One row per OSC per probe after the first (the first probe closes no interval), every OSC
+    of every client, idle ones included: a row whose OSC moved no bytes says nothing about its
+    configuration, and the trainer drops it (the real dataset kept only OSC series with some
+    traffic, and the README asks to skip idle intervals for per-configuration means).  Columns
+    (:data:`COLUMNS`, the dataset schema shared with the importer of the real data):
+    ``workload`` (the scenario name), ``iteration`` (the seed), ``osc`` (device name),
+    ``observation_no`` (1, 2, ... per OSC; the real data's observation 0, an artefact of DIAL's
+    collector, has no counterpart), every column of :data:`pfstune.features.FEATURE_COLUMNS`
+    (float64; ``osc_rpc_configuration_current.*`` is the configuration in force during the
+    interval), ``source`` ("sim"), ``scenario_file`` (the path as given) and ``client`` (the
+    client's index).  Rows are sorted by client, OSC and observation.  Strings are plain Parquet
+    strings, integers int64.  The same scenario text and seed give the same bytes.
+
+``manifest.json``
+    What was collected (:func:`collect`'s return value): pfstune version, tuner, columns, and
+    per run the file, scenario, seed, duration, row counts, the SHA-256 of the file and of the
+    scenario text, and the run's throughput and wall time.  It describes this collection only;
+    files of earlier collections in the same directory are left alone and not listed.
+
+Runs are independent and go to worker processes (``jobs``); progress is reported in simulated
+seconds as the runs advance (each worker reports every few simulated seconds through a
+:class:`multiprocessing.Manager` queue), not only when a run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import queue as queue_module
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import Manager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pfstune import __version__
+from pfstune.agent import Agent, TickReport
+from pfstune.backends.sim import SimBackend
+from pfstune.errors import UserError
+from pfstune.features import FEATURE_COLUMNS
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import Scenario, parse_scenario, read_scenario_text
+from pfstune.tuners._base import Config, Context, Tuner
+from pfstune.tuners.random import RandomTuner
+from pfstune.units import parse_duration
+
+__all__ = [
+    "COLUMNS",
+    "METADATA_COLUMNS",
+    "SCHEMA",
+    "CollectRun",
+    "collect",
+    "plan_runs",
+    "record_run",
+]
+
+#: ``progress(simulated_seconds_done, simulated_seconds_total)`` over all runs of a collection.
+Progress = Callable[[float, float], None]
+
+#: Columns that say where a row comes from (besides the features).
+METADATA_COLUMNS: tuple[str, ...] = (
+    "source",
+    "workload",
+    "iteration",
+    "osc",
+    "observation_no",
+    "scenario_file",
+    "client",
+)
+_LEADING = ("workload", "iteration", "osc", "observation_no")  # first, as in the real dataset
+_TRAILING = ("source", "scenario_file", "client")
+#: Every column of a collected file, in order.
+COLUMNS: tuple[str, ...] = (*_LEADING, *FEATURE_COLUMNS, *_TRAILING)
+_TYPES = {"iteration": pa.int64(), "observation_no": pa.int64(), "client": pa.int64()}
+#: The Arrow schema of a collected file (strings, int64 indices, float64 features).
+SCHEMA = pa.schema(
+    [(name, _TYPES.get(name, pa.string() if name in METADATA_COLUMNS else pa.float64())) for name in COLUMNS]
+)
+#: Name of the manifest file in the output directory.
+MANIFEST = "manifest.json"
+#: Simulated seconds between two progress reports of a worker.
+_REPORT_EVERY = 2.0
+_BYTES = ("ost_read_rpc_bytes_data.samples_sum", "ost_write_rpc_bytes_data.samples_sum")
+
+
+@dataclass(frozen=True)
+class CollectRun:
+    """One planned run: a scenario file's text with a seed (and maybe a duration override)."""
+
+    index: int
+    scenario: str  # the scenario's name
+    scenario_file: str  # the path as given
+    text: str  # the scenario YAML
+    seed: int
+    duration: str | None  # override, e.g. "120s"
+    duration_s: float  # simulated seconds the run covers
+    probe_interval_s: float
+    file: str  # output file name, <scenario>-seed<k>.parquet
+
+    def load(self) -> Scenario:
+        """The validated scenario with this run's seed and duration."""
+        return parse_scenario(self.text, self.scenario_file, _overrides(self.seed, self.duration))
+
+
+def _overrides(seed: int, duration: str | None) -> dict[str, Any]:
+    return {"seed": seed} if duration is None else {"seed": seed, "duration": duration}
+
+
+def plan_runs(
+    scenario_paths: Sequence[str | Path], seeds: Sequence[int] | None = None, duration: str | None = None
+) -> list[CollectRun]:
+    """Validate every scenario and list the runs, scenario by scenario, seed by seed.
+
+    ``seeds`` None uses each scenario's own seed.  Raises :class:`UserError` for an unreadable
+    or invalid scenario, a bad duration, a seed out of range, or two runs that would write the
+    same file (two scenarios with the same name).
+    """
+    if not scenario_paths:
+        raise UserError("no scenario to collect")
+    if duration is not None:
+        parse_duration(duration)  # a UnitError (UserError) names the bad value
+    if seeds is not None and not seeds:
+        raise UserError("no seed to collect")
+    runs: list[CollectRun] = []
+    owner: dict[str, str] = {}
+    for path in scenario_paths:
+        source = str(path)
+        text = read_scenario_text(path)
+        own_seed = parse_scenario(text, source).seed
+        for seed in [own_seed] if seeds is None else seeds:
+            scenario = parse_scenario(text, source, _overrides(seed, duration))
+            file = f"{scenario.name}-seed{seed}.parquet"
+            if file in owner:
+                raise UserError(
+                    f"{source}: scenario {scenario.name!r} seed {seed} is collected twice "
+                    f"(also from {owner[file]}); give each scenario a unique name and each seed once"
+                )
+            owner[file] = source
+            runs.append(
+                CollectRun(
+                    index=len(runs),
+                    scenario=scenario.name,
+                    scenario_file=source,
+                    text=text,
+                    seed=seed,
+                    duration=duration,
+                    duration_s=scenario.duration_ns / 1e9,
+                    probe_interval_s=scenario.probe_interval_ns / 1e9,
+                    file=file,
+                )
+            )
+    return runs
+
+
+class _Recorder(Tuner):
+    """Passes everything to ``inner`` and keeps the feature columns of every row the agent makes it observe."""
+
+    name = "record"
+
+    def __init__(self, inner: Tuner) -> None:
+        self.inner = inner
+        self.rows: dict[str, list[list[float]]] = {}  # osc -> one list of FEATURE_COLUMNS values per interval
+
+    def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
+        self.rows.setdefault(osc, []).append([_float(metrics.get(name)) for name in FEATURE_COLUMNS])
+        self.inner.observe(osc, config, metrics)
+
+    def suggest(self, context: Context) -> Config:
+        return self.inner.suggest(context)
+
+    def suggest_batch(self, contexts: Sequence[Context]) -> list[Config]:
+        return self.inner.suggest_batch(contexts)
+
+    def forget(self, osc: str) -> None:
+        self.inner.forget(osc)
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.inner.load_state_dict(state)
+
+
+def _float(value: object) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def record_run(
+    scenario: Scenario,
+    tuner_seed: int,
+    scenario_file: str | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> tuple[pa.Table, dict[str, Any]]:
+    """Run ``scenario`` with the agent and a ``random`` tuner seeded ``tuner_seed``; return its rows.
+
+    Returns the table (:data:`SCHEMA`; ``iteration`` is the scenario's seed) and the engine's
+    result (``pfstune sim run --json``).  ``progress(simulated_seconds)`` is called after each
+    tick.  Works in-process; :func:`collect` runs it in worker processes.
+    """
+    engine = Engine(scenario)
+    client_of = {osc: info["index"] for info in engine.clients() for osc in info["osc"]}
+    recorder = _Recorder(RandomTuner(seed=tuner_seed))
+    listeners: list[Callable[[TickReport], None]] = []
+    if progress is not None:
+        listeners.append(lambda report: progress(report.time))
+    with SimBackend(engine) as backend:
+        agent = Agent(backend, recorder, interval=scenario.probe_interval_ns / 1e9, listeners=listeners)
+        agent.run(scenario.duration_ns / 1e9)
+    order = sorted(recorder.rows, key=lambda name: (client_of.get(name, -1), name))
+    source = scenario.source if scenario_file is None else scenario_file
+    meta: dict[str, list[Any]] = {name: [] for name in METADATA_COLUMNS}
+    for osc in order:
+        n = len(recorder.rows[osc])
+        meta["workload"] += [scenario.name] * n
+        meta["iteration"] += [scenario.seed] * n
+        meta["osc"] += [osc] * n
+        meta["observation_no"] += list(range(1, n + 1))
+        meta["source"] += ["sim"] * n
+        meta["scenario_file"] += [source] * n
+        meta["client"] += [client_of.get(osc, -1)] * n
+    values = np.array([row for osc in order for row in recorder.rows[osc]], dtype=np.float64)
+    values = values.reshape(len(meta["osc"]), len(FEATURE_COLUMNS))
+    arrays = {
+        **{name: pa.array(meta[name], type=SCHEMA.field(name).type) for name in METADATA_COLUMNS},
+        **{name: pa.array(values[:, j]) for j, name in enumerate(FEATURE_COLUMNS)},
+    }
+    table = pa.Table.from_arrays([arrays[name] for name in COLUMNS], schema=SCHEMA)
+    return table, engine.result()
+
+
+def _active_rows(table: pa.Table) -> int:
+    """Rows whose OSC moved data (read or write RPC bytes > 0)."""
+    count = 0
+    read, write = (table.column(name).to_pylist() for name in _BYTES)
+    for r, w in zip(read, write, strict=True):
+        if (r or 0) + (w or 0) > 0:  # NaN compares False: unknown is not active
+            count += 1
+    return count
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _run_one(run: CollectRun, out_dir: str, reports: Any | None = None) -> dict[str, Any]:
+    """Run ``run``, write its Parquet file (atomically), return its manifest entry.
+
+    ``reports`` is a queue (or None) that receives ``(run.index, simulated_seconds)``.
+    """
+    started = time.perf_counter()
+    last = [-math.inf]
+
+    def report(now: float) -> None:
+        if reports is not None and now - last[0] >= _REPORT_EVERY:
+            last[0] = now
+            reports.put((run.index, now))
+
+    scenario = run.load()
+    table, result = record_run(scenario, run.seed, run.scenario_file, report)
+    metadata = {
+        "scenario": run.scenario,
+        "scenario_file": run.scenario_file,
+        "scenario_sha256": hashlib.sha256(run.text.encode()).hexdigest(),
+        "seed": run.seed,
+        "tuner": RandomTuner.name,
+        "duration_s": run.duration_s,
+        "probe_interval_s": run.probe_interval_s,
+    }
+    table = table.replace_schema_metadata({"pfstune.collect": json.dumps(metadata, sort_keys=True)})
+    path = Path(out_dir) / run.file
+    partial = path.with_name(f".{run.file}.{os.getpid()}.partial")
+    try:
+        pq.write_table(table, partial, compression="zstd")
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    return {
+        "file": run.file,
+        **metadata,
+        "tuner_seed": run.seed,
+        "rows": table.num_rows,
+        "active_rows": _active_rows(table),
+        "oscs": len(set(table.column("osc").to_pylist())),
+        "sha256": _sha256(path),
+        "mbps": result["mbps"],
+        "osc_mbps": result["osc_mbps"],
+        "read_mbps": result["read_mbps"],
+        "write_mbps": result["write_mbps"],
+        "events": result["events"],
+        "wall_seconds": time.perf_counter() - started,
+    }
+
+
+def _prepare(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"{out_dir}: exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"{out_dir}: cannot create the output directory: {err.strerror or err}") from None
+    if not out_dir.is_dir():
+        raise UserError(f"{out_dir}: not a directory")
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise UserError(f"{out_dir}: the output directory is not writable")
+
+
+def _drain(reports: Any, done: list[float]) -> None:
+    while True:
+        try:
+            index, now = reports.get_nowait()
+        except queue_module.Empty:
+            return
+        done[index] = max(done[index], float(now))
+
+
+def _run_all(runs: Sequence[CollectRun], out_dir: Path, jobs: int, progress: Progress | None) -> list[dict[str, Any]]:
+    total = sum(run.duration_s for run in runs)
+    done = [0.0] * len(runs)
+    entries: list[dict[str, Any]] = [{} for _ in runs]
+
+    def tell() -> None:
+        if progress is not None:
+            progress(sum(done), total)
+
+    if jobs <= 1:  # in this process: no pool, progress straight from the agent's ticks
+        for run in runs:
+
+            def on_tick(now: float, index: int = run.index) -> None:
+                done[index] = now
+                tell()
+
+            entries[run.index] = _run_one(run, str(out_dir), _Sink(on_tick))
+            done[run.index] = run.duration_s
+            tell()
+        return entries
+
+    with contextlib.ExitStack() as stack:
+        reports = stack.enter_context(Manager()).Queue() if progress is not None else None
+        with ProcessPoolExecutor(max_workers=min(jobs, len(runs))) as pool:
+            futures: dict[Future[dict[str, Any]], CollectRun] = {
+                pool.submit(_run_one, run, str(out_dir), reports): run for run in runs
+            }
+            pending: set[Future[dict[str, Any]]] = set(futures)
+            try:
+                while pending:
+                    finished, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                    if reports is not None:
+                        _drain(reports, done)
+                    for future in finished:
+                        run = futures[future]
+                        entries[run.index] = future.result()
+                        done[run.index] = run.duration_s
+                    tell()
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+    return entries
+
+
+class _Sink:
+    """A queue look-alike for runs in this process: ``put((index, now))`` calls ``on_tick(now)``."""
+
+    def __init__(self, on_tick: Callable[[float], None]) -> None:
+        self.on_tick = on_tick
+
+    def put(self, item: tuple[int, float]) -> None:
+        self.on_tick(item[1])
+
+
+def collect(
+    scenario_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    seeds: Sequence[int] | None = None,
+    jobs: int | None = None,
+    duration: str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Collect one Parquet file per (scenario, seed) into ``out_dir``; write and return the manifest.
+
+    ``seeds`` None runs each scenario with its own seed; ``jobs`` worker processes (default: the
+    CPU count; 1 runs in this process); ``duration`` (e.g. ``"120s"``) overrides every
+    scenario's; ``progress(done, total)`` in simulated seconds over all runs.  Invalid input is a
+    :class:`UserError` raised before any run starts.  Files and manifest: the module docstring.
+    """
+    runs = plan_runs(scenario_paths, seeds, duration)
+    out = Path(out_dir)
+    _prepare(out)
+    workers = max(1, os.cpu_count() or 1) if jobs is None else jobs
+    if workers < 1:
+        raise UserError(f"jobs must be at least 1, got {workers}")
+    started = time.perf_counter()
+    entries = _run_all(runs, out, workers, progress)
+    scenarios: dict[str, dict[str, str]] = {}
+    for run in runs:
+        scenarios.setdefault(
+            run.scenario_file,
+            {
+                "name": run.scenario,
+                "file": run.scenario_file,
+                "sha256": hashlib.sha256(run.text.encode()).hexdigest(),
+            },
+        )
+    manifest: dict[str, Any] = {
+        "pfstune_version": __version__,
+        "source": "sim",
+        "tuner": {
+            "name": RandomTuner.name,
+            "grid": "dial99",
+            "seed": "the run's seed (iteration)",
+            "what": "a uniformly random dial99 configuration on every OSC after every probe",
+        },
+        "scenarios": list(scenarios.values()),
+        "seeds": sorted({run.seed for run in runs}),
+        "duration": duration,
+        "jobs": workers,
+        "columns": list(COLUMNS),
+        "rows": sum(entry["rows"] for entry in entries),
+        "active_rows": sum(entry["active_rows"] for entry in entries),
+        "wall_seconds": time.perf_counter() - started,
+        "runs": entries,
+    }
+    path = out / MANIFEST
+    partial = out / f".{MANIFEST}.partial"
+    try:
+        partial.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as err:
+        raise UserError(f"{path}: cannot write the manifest: {err.strerror or err}") from None
+    return manifest

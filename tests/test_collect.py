@@ -1,0 +1,134 @@
+"""pfstune.collect: simulated runs under random dial99 configurations, written as dataset rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from pfstune.collect import COLUMNS, METADATA_COLUMNS, collect, plan_runs
+from pfstune.errors import UserError
+from pfstune.features import FEATURE_COLUMNS
+from pfstune.tuners.random import DIAL99
+
+#: One client (8 OSCs) reading 16 MiB at random from a file on one OST for 3 simulated seconds.
+SCENARIO = """\
+name: tiny
+seed: 7
+duration: 3s
+cluster: {preset: cloudlab-c6525, clients: 1}
+jobs:
+  - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 1g, stripe_count: 1}
+"""
+MPPR = "osc_rpc_configuration_current.mppr_value"
+MRIF = "osc_rpc_configuration_current.mrif_value"
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, object], list[float]]:
+    """One collection of 2 seeds with 2 worker processes, progress recorded."""
+    root = tmp_path_factory.mktemp("collect")
+    scenario = root / "tiny.yaml"
+    scenario.write_text(SCENARIO, encoding="utf-8")
+    seen: list[float] = []
+    manifest = collect([scenario], root / "out", seeds=[1, 2], jobs=2, progress=lambda done, total: seen.append(done))
+    assert seen[-1] == 6.0
+    return scenario, root / "out", manifest, seen
+
+
+def test_one_file_per_scenario_and_seed_and_a_manifest(collected: tuple[Path, Path, dict, list[float]]) -> None:
+    _, out, manifest, _ = collected
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "tiny-seed1.parquet", "tiny-seed2.parquet"]
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+    assert manifest["source"] == "sim"
+    assert manifest["seeds"] == [1, 2]
+    assert manifest["columns"] == list(COLUMNS)
+    runs = manifest["runs"]
+    assert [(r["file"], r["seed"], r["duration_s"], r["rows"]) for r in runs] == [
+        ("tiny-seed1.parquet", 1, 3.0, 8 * 6),
+        ("tiny-seed2.parquet", 2, 3.0, 8 * 6),
+    ]
+    assert manifest["rows"] == 96
+    for run in runs:
+        assert run["sha256"] == hashlib.sha256((out / run["file"]).read_bytes()).hexdigest()
+        assert 0 < run["active_rows"] < run["rows"]
+
+
+def test_schema_is_every_feature_column_plus_the_metadata(collected: tuple[Path, Path, dict, list[float]]) -> None:
+    _, out, _, _ = collected
+    schema = pq.read_schema(out / "tiny-seed1.parquet")
+    assert schema.names == list(COLUMNS)
+    assert set(FEATURE_COLUMNS) | set(METADATA_COLUMNS) == set(schema.names)
+    df = pd.read_parquet(out / "tiny-seed1.parquet")
+    assert (df["source"] == "sim").all()
+    assert (df["workload"] == "tiny").all()
+    assert (df["iteration"] == 1).all()
+    assert (df["client"] == 0).all()
+    assert df["scenario_file"].str.endswith("tiny.yaml").all()
+    assert all(str(df[c].dtype) == "float64" for c in FEATURE_COLUMNS)
+    assert (df["actual_record_duration"] == 0.5).all()
+
+
+def test_configurations_are_random_dial99_points(collected: tuple[Path, Path, dict, list[float]]) -> None:
+    _, out, _, _ = collected
+    df = pd.read_parquet(out / "tiny-seed1.parquet")
+    assert set(df[MPPR]) <= set(DIAL99["max_pages_per_rpc"])
+    assert set(df[MRIF]) <= set(DIAL99["max_rpcs_in_flight"])
+    for _, series in df.groupby("osc"):
+        assert series[[MPPR, MRIF]].drop_duplicates().shape[0] > 1  # changes between observations
+    assert (df["osc_rpc_configuration_current.mdm_value"] > 0).all()
+
+
+def test_observations_count_from_one_per_osc(collected: tuple[Path, Path, dict, list[float]]) -> None:
+    _, out, _, _ = collected
+    df = pd.read_parquet(out / "tiny-seed2.parquet")
+    assert df["osc"].nunique() == 8
+    for _, series in df.groupby("osc"):
+        assert series["observation_no"].tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_the_busy_osc_carries_data_and_the_others_are_idle(collected: tuple[Path, Path, dict, list[float]]) -> None:
+    _, out, _, _ = collected
+    df = pd.read_parquet(out / "tiny-seed1.parquet")
+    per_osc = df.groupby("osc")["ost_read_rpc_bytes_data.samples_sum"].sum()
+    assert (per_osc > 0).sum() == 1  # stripe_count 1: one OST, one OSC
+    busy = df[df["osc"] == per_osc.idxmax()]
+    assert (busy["x_mbps"] > 0).all()
+    assert (busy["x_read_mbps"] == busy["ost_read_rpc_bytes_data.samples_sum"] / 0.5 / 1e6).all()
+    assert (busy["llite_stats_read_bytes.samples_sum"] > 0).any()
+
+
+def test_the_same_scenario_and_seed_give_the_same_bytes(
+    collected: tuple[Path, Path, dict, list[float]], tmp_path: Path
+) -> None:
+    scenario, out, manifest, _ = collected
+    again = collect([scenario], tmp_path / "again", seeds=[2], jobs=1)  # in-process this time
+    assert (tmp_path / "again" / "tiny-seed2.parquet").read_bytes() == (out / "tiny-seed2.parquet").read_bytes()
+    assert again["runs"][0]["sha256"] == manifest["runs"][1]["sha256"]
+    assert manifest["runs"][0]["sha256"] != manifest["runs"][1]["sha256"]
+
+
+def test_plan_uses_each_scenario_seed_by_default_and_overrides_the_duration(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    (run,) = plan_runs([path], duration="1500ms")
+    assert (run.seed, run.duration_s, run.file) == (7, 1.5, "tiny-seed7.parquet")
+
+
+def test_bad_input_is_a_user_error_before_any_run(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    with pytest.raises(UserError, match="cannot read the scenario"):
+        collect([tmp_path / "missing.yaml"], tmp_path / "out")
+    with pytest.raises(UserError, match="collected twice"):
+        plan_runs([path, path])
+    with pytest.raises(UserError, match="not a duration"):
+        plan_runs([path], duration="10")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match="not a directory"):
+        collect([path], tmp_path / "file")
+    assert not (tmp_path / "out").exists()
