@@ -6,7 +6,6 @@
 
 use crate::engine::{Ev, Sim};
 use crate::model::{OpKind, OpState, PAGE};
-use crate::engine::interval_remove;
 use crate::stats::OscCtr;
 
 /// A granted extent lock on one object (pages, inclusive).
@@ -262,7 +261,7 @@ impl Sim {
         }
         let n = f.osts.len() as u64;
         let removed = if n == 1 {
-            interval_remove(&mut self.files[file as usize].cache[client], start, end)
+            self.files[file as usize].cache[client].remove(start, end)
         } else {
             // walk the object's stripe chunks inside [start, end] and map them back to file pages
             let sp = f.stripe_size / PAGE;
@@ -273,7 +272,7 @@ impl Sim {
                 let (cs, ce) = ((chunk * sp).max(start), (chunk * sp + sp - 1).min(end));
                 let file_chunk = chunk * n + stripe as u64;
                 let (fs, fe) = (file_chunk * sp + cs % sp, file_chunk * sp + ce % sp);
-                removed += interval_remove(&mut self.files[file as usize].cache[client], fs, fe);
+                removed += self.files[file as usize].cache[client].remove(fs, fe);
                 chunk += 1;
             }
             removed

@@ -264,7 +264,7 @@ impl Sim {
             stripe_size,
             osts,
             obj_ids,
-            cache: vec![BTreeMap::new(); n],
+            cache: vec![crate::pageset::PageSet::new(); n],
             reading: vec![BTreeMap::new(); n],
             dirty_pages: vec![0; n],
             writes_in_flight: vec![0; n],
@@ -713,7 +713,7 @@ impl Sim {
     // ------------------------------------------------------------------ page cache and reads
 
     fn insert_cached(&mut self, client: usize, file: u32, first: u64, last: u64, osc_i: u32) {
-        let added = interval_insert(&mut self.files[file as usize].cache[client], first, last);
+        let added = self.files[file as usize].cache[client].insert(first, last);
         if added == 0 {
             return;
         }
@@ -723,7 +723,7 @@ impl Sim {
         self.oscs[osc_i as usize].cached_pages += added;
         while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
             let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
-            let removed = interval_remove(&mut self.files[f as usize].cache[client], s, e);
+            let removed = self.files[f as usize].cache[client].remove(s, e);
             let cl = &mut self.clients[client];
             cl.cached_pages -= removed.min(cl.cached_pages);
             let osc = &mut self.oscs[o as usize];
@@ -787,7 +787,7 @@ impl Sim {
         {
             let f = &mut self.files[file];
             let mut p = p0;
-            for (s, e) in interval_gaps(&f.cache[client], p0, p1) {
+            for (s, e) in f.cache[client].gaps(p0, p1) {
                 hit_pages += s - p;
                 p = e + 1;
                 // pages already being read: wait for those chunks
@@ -832,7 +832,7 @@ impl Sim {
             if grant > 0 && grant >= want.min(16384) {
                 let to = ra_from + grant - 1;
                 let f = &self.files[file];
-                for (s, e) in interval_gaps(&f.cache[client], ra_from, to) {
+                for (s, e) in f.cache[client].gaps(ra_from, to) {
                     let mut q = s;
                     for (rs, re, _) in overlapping(&f.reading[client], s, e) {
                         if rs > q {

@@ -210,8 +210,8 @@ pub struct File {
     pub stripe_size: u64,
     pub osts: Vec<u32>,
     pub obj_ids: Vec<u64>,
-    /// Per client: cached page intervals (start -> end inclusive).
-    pub cache: Vec<BTreeMap<u64, u64>>,
+    /// Per client: cached pages.
+    pub cache: Vec<crate::pageset::PageSet>,
     /// Per client: read chunks in flight (file start page -> (end page, chunk id)).
     pub reading: Vec<BTreeMap<u64, (u64, u32)>>,
     pub dirty_pages: Vec<u64>,
