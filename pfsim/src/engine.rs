@@ -572,7 +572,9 @@ impl Sim {
         if osc.max_dirty_pages == 0 {
             return Admit::Sync;
         }
-        let (new_pages, new_ext) = count_new(osc.objects.get(&obj), first, last, osc.mppr);
+        // one look at the extents around [first, last] serves the admission and the merge
+        let near = neighbours(osc.objects.get(&obj), first, last);
+        let (new_pages, new_ext) = count_new(&near, first, last, osc.mppr);
         let need_grant = new_pages * PAGE + new_ext * EXTENT_TAX;
         let cl = &self.clients[client];
         let over_dirty = osc.dirty_pages + new_pages > osc.max_dirty_pages
@@ -586,31 +588,38 @@ impl Sim {
         if over_dirty && new_pages > 0 {
             return Admit::Wait;
         }
-        self.add_dirty(osc_i, obj, first, last, file, client, None);
+        self.merge_dirty(osc_i, obj, first, last, file, client, None, near);
         Admit::Ok
     }
 
     /// Dirty pages [first, last] of `obj` (one mppr window): merge into the extent tree.
     #[allow(clippy::too_many_arguments)]
     fn add_dirty(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize, sync: Option<u32>) {
+        let near = neighbours(self.oscs[osc_i as usize].objects.get(&obj), first, last);
+        self.merge_dirty(osc_i, obj, first, last, file, client, sync, near);
+    }
+
+    /// `add_dirty` with the extents touching [first-1, last+1] already found (`neighbours`).
+    #[allow(clippy::too_many_arguments)]
+    fn merge_dirty(
+        &mut self,
+        osc_i: u32,
+        obj: u64,
+        first: u64,
+        last: u64,
+        file: u32,
+        client: usize,
+        sync: Option<u32>,
+        near: Vec<(u64, Extent)>,
+    ) {
         let now = self.now;
         let osc = &mut self.oscs[osc_i as usize];
         let mppr = osc.mppr;
         let window_end = first - first % mppr + mppr - 1;
         let window_start = window_end + 1 - mppr;
         let oc = osc.objects.entry(obj).or_default();
-        // extents touching [first-1, last+1] that may merge: overlapping ones always, adjacent
-        // ones only inside the same window with the same mppr (osc_extent_merge)
-        let lo = first.saturating_sub(1);
-        let mut merge: Vec<u64> = Vec::new();
-        if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
-            if e.end >= lo {
-                merge.push(s);
-            }
-        }
-        for (&s, _) in oc.extents.range(lo + 1..=last + 1) {
-            merge.push(s);
-        }
+        // extents touching [first-1, last+1] may merge: overlapping ones always, adjacent ones
+        // only inside the same window with the same mppr (osc_extent_merge)
         let mut start = first;
         let mut end = last;
         let mut old_pages = 0;
@@ -620,14 +629,13 @@ impl Sim {
         let mut wend = window_end;
         let mut merged = 0u64;
         let mut sync_waiter = sync;
-        for s in merge {
-            let e = &oc.extents[&s];
+        for (s, e) in near {
             let overlaps = s <= last && e.end >= first;
             let same_window = e.mppr == mppr && e.window_end == window_end && s >= window_start;
             if !overlaps && !same_window {
                 continue;
             }
-            let e = oc.remove(s).expect("present");
+            oc.remove(s).expect("present");
             old_pages += e.end - s + 1;
             urgent |= e.urgent;
             start = start.min(s);
@@ -1383,27 +1391,44 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
     osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
 }
 
-/// Pages of [first, last] not yet dirty, and whether a new extent would be created.
-fn count_new(oc: Option<&ObjectCache>, first: u64, last: u64, mppr: u64) -> (u64, u64) {
-    let Some(oc) = oc else { return (last - first + 1, 1) };
+/// The extents of `oc` touching pages [first-1, last+1], in page order (copies).
+fn neighbours(oc: Option<&ObjectCache>, first: u64, last: u64) -> Vec<(u64, Extent)> {
+    let mut out = Vec::new();
+    let Some(oc) = oc else { return out };
+    let lo = first.saturating_sub(1);
+    // extents are disjoint, so their ends ascend with their starts
+    for (&s, e) in oc.extents.range(..=last + 1).rev() {
+        if e.end < lo {
+            break;
+        }
+        out.push((s, e.clone()));
+    }
+    out.reverse();
+    out
+}
+
+/// Pages of [first, last] not yet dirty, and whether a new extent would be created, from the
+/// extents touching [first-1, last+1] (`neighbours`).
+fn count_new(near: &[(u64, Extent)], first: u64, last: u64, mppr: u64) -> (u64, u64) {
     let mut covered = 0;
     let mut adjacent = false;
     let lo = first.saturating_sub(1);
     let window_end = first - first % mppr + mppr - 1;
-    if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
+    // the extent starting at or before first-1 (at most one touches it)
+    if let Some((_, e)) = near.iter().find(|(s, _)| *s <= lo) {
         if e.end >= first {
             covered += e.end.min(last) - first + 1;
             adjacent = true;
         } else if e.end + 1 == first && e.window_end == window_end {
             adjacent = true;
         }
-        let _ = s;
     }
-    for (&s, e) in oc.extents.range(first..=last + 1) {
-        if s <= last {
+    // those starting in [first, last+1] (with first = 0, the one at 0 is counted twice, as before)
+    for (s, e) in near.iter().filter(|(s, _)| *s >= first) {
+        if *s <= last {
             covered += e.end.min(last) - s + 1;
         }
-        adjacent |= e.window_end == window_end || s <= last;
+        adjacent |= e.window_end == window_end || *s <= last;
     }
     (last - first + 1 - covered.min(last - first + 1), u64::from(!adjacent))
 }
