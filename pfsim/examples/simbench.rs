@@ -17,6 +17,15 @@ fn fnv(h: &mut u64, bytes: &[u8]) {
     }
 }
 
+/// CPU seconds (user + system) of this process so far, from /proc (Linux; 0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
+    let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0) + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = args.get(1).expect("usage: simbench SCENARIO.json [duration_s] [--digest-clients N]");
@@ -40,11 +49,13 @@ fn main() {
     let end = sim.cfg.duration_ns;
     let step = 500_000_000u64;
     let t1 = Instant::now();
+    let c1 = cpu_seconds();
     while sim.now < end {
         let target = end.min((sim.now / step + 1) * step);
         sim.run_until(target);
     }
     let wall = t1.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - c1;
     if std::env::var("SIMBENCH_SIZES").is_ok() {
         for (i, f) in sim.files.iter().enumerate().take(20) {
             let c: usize = f.cache.iter().map(|m| m.intervals().len()).sum();
@@ -68,10 +79,11 @@ fn main() {
     }
     let t = sim.totals();
     println!(
-        "sim {:.1} s, set-up {:.2} s, loop {:.2} s, speedup {:.3}x, events {} ({:.0}/s), kinds {:?}, digest {:016x}",
+        "sim {:.1} s, set-up {:.2} s, loop {:.2} s (cpu {:.2} s), speedup {:.3}x, events {} ({:.0}/s), kinds {:?}, digest {:016x}",
         end as f64 / 1e9,
         setup,
         wall,
+        cpu,
         end as f64 / 1e9 / wall,
         t.events,
         t.events as f64 / wall,

@@ -3,12 +3,12 @@
 //!
 //! Time is in nanoseconds. Pages are ranges: no event is ever per page.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use crate::config::{Config, JobConfig};
 use crate::device::{transfer, Device, Link};
 use crate::model::*;
+use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHists, TextStyle};
 use crate::workload::{self, Role};
@@ -23,29 +23,6 @@ pub(crate) enum Ev {
     Rpc(u32),
     /// The kernel flusher of a client.
     Flusher(u32),
-}
-
-#[derive(Debug)]
-struct Queued {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
 }
 
 /// OSS: NRS FIFO request queue served by a pool of service threads.
@@ -64,7 +41,7 @@ pub struct Sim {
     pub now: u64,
     pub events: u64,
     seq: u64,
-    queue: BinaryHeap<Queued>,
+    queue: EventQueue<Ev>,
     pub rng: Rng,
     pub clients: Vec<Client>,
     pub oscs: Vec<Osc>,
@@ -110,7 +87,7 @@ impl Sim {
             now: 0,
             events: 0,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             clients: Vec::new(),
             oscs: Vec::new(),
             files: Vec::new(),
@@ -325,26 +302,22 @@ impl Sim {
 
     pub(crate) fn schedule(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Queued { t: t.max(self.now), seq: self.seq, ev });
+        self.queue.push(t.max(self.now), self.seq, ev);
     }
 
     /// Process every event up to and including time `t`, then set the clock to `t`.
     pub fn run_until(&mut self, t: u64) {
-        while let Some(top) = self.queue.peek() {
-            if top.t > t {
-                break;
-            }
-            let q = self.queue.pop().expect("peeked");
-            self.now = q.t;
+        while let Some((at, ev)) = self.queue.pop_until(t) {
+            self.now = at;
             self.events += 1;
-            let kind = match q.ev {
+            let kind = match ev {
                 Ev::Thread(_) => 0,
                 Ev::ChunkReady(..) => 1,
                 Ev::Rpc(_) => 2,
                 Ev::Flusher(_) => 3,
             };
             self.ev_kinds[kind] += 1;
-            match q.ev {
+            match ev {
                 Ev::Thread(tid) => self.on_thread(tid),
                 Ev::ChunkReady(osc, ch) => {
                     self.oscs[osc as usize].read_queue.push_back(ch);
@@ -696,7 +669,7 @@ impl Sim {
                         self.oscs[osc_i as usize].stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
                         self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
                         self.seq += 1;
-                        self.queue.push(Queued { t: self.now + rtt, seq: self.seq, ev: Ev::Thread(tid as u32) });
+                        self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
                     }
                 }
             }
@@ -1152,7 +1125,7 @@ impl Sim {
             arrive += (rpc.pages as f64 * PAGE as f64 * 1e9 / bw) as u64;
         }
         self.seq += 1;
-        self.queue.push(Queued { t: arrive, seq: self.seq, ev: Ev::Rpc(id) });
+        self.queue.push(arrive, self.seq, Ev::Rpc(id));
     }
 
     // ------------------------------------------------------------------ OSS and OST

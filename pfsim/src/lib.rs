@@ -12,6 +12,7 @@ pub mod dlm;
 pub mod engine;
 pub mod model;
 pub mod pageset;
+pub mod queue;
 pub mod params;
 pub mod parse;
 pub mod rng;
