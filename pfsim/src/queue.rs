@@ -2,24 +2,27 @@
 //! heap ordered by that pair, but the queue is a radix heap, which suits a simulation's clock.
 //!
 //! A radix heap keeps its items in buckets by the highest bit in which an item's key differs
-//! from the last minimum taken out; keys never go below that minimum (the clock does not go
-//! back, and sequence numbers grow), so a push is an append and a pop only looks through the
-//! lowest non-empty bucket, spreading it over lower buckets. Each item moves down a bucket at a
-//! time at most, so it costs a few moves over its life instead of a binary heap's sift through
-//! a tree of tens of thousands of events that does not fit in the CPU's caches.
+//! from the last minimum taken out; times never go below that minimum (the clock does not go
+//! back), so a push is an append and a pop only looks through the
+//! lowest non-empty bucket, spreading it over lower buckets. An item only ever moves to a lower
+//! bucket, so it costs a few moves over its life instead of a binary heap's sift through
+//! a tree of tens of thousands of events that does not fit in the CPU's caches. The buckets sort
+//! by time only: the items at the current minimum time wait in a FIFO, which is their order of
+//! sequence numbers (an item pushed later has a larger one; those that arrive from a bucket
+//! together are sorted).
 
-/// (time << 64 | sequence number): the order events leave in.
-type Key = u128;
+use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    buckets: Vec<Vec<(Key, T)>>,
+    /// The items at time `base`, in order of sequence number.
+    current: VecDeque<(u64, T)>,
+    /// Bucket i: items whose time differs from `base` first in bit i (highest differing bit).
+    buckets: Vec<Vec<(u64, u64, T)>>,
     /// Bit i set: bucket i is not empty.
-    nonempty: u128,
-    /// Bucket 129 is not empty.
-    top_nonempty: bool,
-    /// Every key in the queue is >= `base`; bucket 0 holds items with key == base.
-    base: Key,
+    nonempty: u64,
+    /// Every time in the queue is >= `base`.
+    base: u64,
     len: usize,
 }
 
@@ -31,7 +34,7 @@ impl<T: Copy> Default for EventQueue<T> {
 
 impl<T: Copy> EventQueue<T> {
     pub fn new() -> EventQueue<T> {
-        EventQueue { buckets: (0..130).map(|_| Vec::new()).collect(), nonempty: 0, top_nonempty: false, base: 0, len: 0 }
+        EventQueue { current: VecDeque::new(), buckets: (0..64).map(|_| Vec::new()).collect(), nonempty: 0, base: 0, len: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -42,98 +45,87 @@ impl<T: Copy> EventQueue<T> {
         self.len == 0
     }
 
+    /// File an item at a time other than `base`.
     #[inline]
-    fn bucket_of(&self, key: Key) -> usize {
-        (128 - (key ^ self.base).leading_zeros()) as usize
+    fn put(&mut self, t: u64, seq: u64, item: T) {
+        let b = 63 - (t ^ self.base).leading_zeros();
+        self.buckets[b as usize].push((t, seq, item));
+        self.nonempty |= 1 << b;
     }
 
-    #[inline]
-    fn put(&mut self, key: Key, item: T) {
-        let b = self.bucket_of(key);
-        self.buckets[b].push((key, item));
-        if b < 128 {
-            self.nonempty |= 1 << b;
-        } else {
-            self.top_nonempty = true;
-        }
-    }
-
-    /// Queue `item` at time `t` with sequence number `seq` (unique, growing).
+    /// Queue `item` at time `t` with sequence number `seq` (unique, larger than any queued).
     pub fn push(&mut self, t: u64, seq: u64, item: T) {
-        let key = (t as Key) << 64 | seq as Key;
-        if key < self.base {
+        if t < self.base {
             // only after a look at the minimum that did not take it out (`pop_until`): start
             // the buckets again from the new minimum
-            self.rebuild(key);
+            self.rebuild(t);
         }
-        self.put(key, item);
+        if t == self.base {
+            self.current.push_back((seq, item));
+        } else {
+            self.put(t, seq, item);
+        }
         self.len += 1;
     }
 
-    fn rebuild(&mut self, base: Key) {
-        let mut all = Vec::with_capacity(self.len);
+    fn rebuild(&mut self, base: u64) {
+        let old = self.base;
+        let current: Vec<(u64, T)> = self.current.drain(..).collect();
+        let mut all = Vec::new();
         for b in &mut self.buckets {
             all.append(b);
         }
         self.nonempty = 0;
-        self.top_nonempty = false;
         self.base = base;
-        for (k, item) in all {
-            self.put(k, item);
+        for (seq, item) in current {
+            self.put(old, seq, item);
+        }
+        for (t, seq, item) in all {
+            self.put(t, seq, item);
         }
     }
 
-    /// Make bucket 0 hold the minimum; false when the queue is empty.
+    /// Make `current` hold the first items; false when the queue is empty.
     fn settle(&mut self) -> bool {
-        if self.nonempty & 1 != 0 {
+        if !self.current.is_empty() {
             return true;
         }
-        let b = if self.nonempty != 0 {
-            self.nonempty.trailing_zeros() as usize
-        } else if self.top_nonempty {
-            128
-        } else {
+        if self.nonempty == 0 {
             return false;
-        };
-        let mut items = std::mem::take(&mut self.buckets[b]);
-        if b < 128 {
-            self.nonempty &= !(1 << b);
-        } else {
-            self.top_nonempty = false;
         }
-        self.base = items.iter().map(|&(k, _)| k).min().expect("non-empty bucket");
-        for &(k, item) in &items {
-            self.put(k, item);
+        let b = self.nonempty.trailing_zeros() as usize;
+        self.nonempty &= !(1 << b);
+        let mut items = std::mem::take(&mut self.buckets[b]);
+        self.base = items.iter().map(|&(t, _, _)| t).min().expect("non-empty bucket");
+        for &(t, seq, item) in &items {
+            if t == self.base {
+                self.current.push_back((seq, item));
+            } else {
+                self.put(t, seq, item);
+            }
+        }
+        if self.current.len() > 1 {
+            self.current.make_contiguous().sort_unstable_by_key(|&(seq, _)| seq);
         }
         // keep the allocation of the emptied bucket
         items.clear();
-        if self.buckets[b].is_empty() {
-            self.buckets[b] = items;
-        }
+        self.buckets[b] = items;
         true
     }
 
     /// Take out the first item if its time is at most `limit`: (time, item).
     pub fn pop_until(&mut self, limit: u64) -> Option<(u64, T)> {
-        if !self.settle() {
+        if !self.settle() || self.base > limit {
             return None;
         }
-        if (self.base >> 64) as u64 > limit {
-            return None;
-        }
-        let b0 = &mut self.buckets[0];
-        // keys are unique (sequence numbers), so bucket 0 holds exactly one item
-        let (key, item) = b0.pop().expect("settled");
-        if b0.is_empty() {
-            self.nonempty &= !1;
-        }
+        let (_, item) = self.current.pop_front().expect("settled");
         self.len -= 1;
-        Some(((key >> 64) as u64, item))
+        Some((self.base, item))
     }
 
     /// The time of the first item, if any.
     pub fn peek_time(&mut self) -> Option<u64> {
-        self.settle().then(|| (self.base >> 64) as u64)
+        self.settle().then_some(self.base)
     }
 }
 
