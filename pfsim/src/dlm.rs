@@ -39,28 +39,32 @@ pub struct Waiter {
     pub write: bool,
 }
 
-/// Parts of [start, end] outside every range in `covered`.
-fn uncovered(start: u64, end: u64, covered: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut parts = vec![(start, end)];
-    for &(cs, ce) in covered {
-        parts = parts
-            .into_iter()
-            .flat_map(|(s, e)| {
-                if ce < s || cs > e {
-                    return vec![(s, e)];
-                }
-                let mut out = Vec::new();
-                if cs > s {
-                    out.push((s, cs - 1));
-                }
-                if ce < e {
-                    out.push((ce + 1, e));
-                }
-                out
-            })
-            .collect();
+/// Parts of [start, end] outside every range of `covered`, into `out` (`tmp`: scratch).
+fn uncovered(
+    start: u64,
+    end: u64,
+    covered: impl Iterator<Item = (u64, u64)>,
+    out: &mut Vec<(u64, u64)>,
+    tmp: &mut Vec<(u64, u64)>,
+) {
+    out.clear();
+    out.push((start, end));
+    for (cs, ce) in covered {
+        tmp.clear();
+        for &(s, e) in out.iter() {
+            if ce < s || cs > e {
+                tmp.push((s, e));
+                continue;
+            }
+            if cs > s {
+                tmp.push((s, cs - 1));
+            }
+            if ce < e {
+                tmp.push((ce + 1, e));
+            }
+        }
+        std::mem::swap(out, tmp);
     }
-    parts
 }
 
 fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
@@ -122,20 +126,29 @@ impl Sim {
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
             // an earlier conflicting request of another client goes first (the OST's queue)
-            let queued_before = self.lock_waiters[..i].iter().any(|e| {
-                e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
-            });
-            let blocking: Vec<Lock> = self.files[w.file as usize].locks[w.stripe]
-                .iter()
-                .copied()
-                .filter(|l| conflicts(l, w.client, w.start, w.end, w.write))
-                .collect();
-            if blocking.is_empty() && !queued_before {
+            let queued_before = || {
+                self.lock_waiters[..i].iter().any(|e| {
+                    e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
+                })
+            };
+            let locks = &self.files[w.file as usize].locks[w.stripe];
+            let (mut blocked, mut live) = (false, false);
+            for l in locks.iter().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)) {
+                blocked = true;
+                live |= !l.cancelling;
+            }
+            if !blocked && !queued_before() {
                 self.lock_waiters.remove(i);
                 self.grant(w);
                 granted += 1;
                 continue;
             }
+            if !live {
+                // every conflicting lock is already being called back
+                i += 1;
+                continue;
+            }
+            let blocking: Vec<Lock> = locks.iter().copied().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)).collect();
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
                 self.files[w.file as usize].contended[w.stripe] = true;
                 self.call_back(w.file, w.stripe, lock);
@@ -165,6 +178,7 @@ impl Sim {
     pub(crate) fn finish_callbacks(&mut self, only: Option<u32>) -> usize {
         let mut cancelled = 0;
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
+        let (mut own, mut tmp) = (Vec::new(), Vec::new());
         let mut i = 0;
         while i < self.callbacks.len() {
             let cb = self.callbacks[i];
@@ -175,16 +189,20 @@ impl Sim {
                 i += 1;
                 continue;
             }
-            let osc = &self.oscs[osc_i as usize];
+            let oc = self.oscs[osc_i as usize].objects.get(&obj);
             // pages dirtied under the holder's newer locks belong to those, not to this one
-            let newer: Vec<(u64, u64)> = f.locks[cb.stripe]
-                .iter()
-                .filter(|l| l.client == cb.lock.client && !l.cancelling)
-                .map(|l| (l.start, l.end))
-                .collect();
-            let own = uncovered(cb.lock.start, cb.lock.end, &newer);
-            let dirty = osc.objects.get(&obj).is_some_and(|oc| own.iter().any(|&(s, e)| oc.has_pages_in(s, e)));
-            let writing = osc.objects.get(&obj).is_some_and(|oc| oc.hp_in_flight > 0);
+            let dirty = match oc {
+                Some(oc) if !oc.extents.is_empty() => {
+                    let newer = f.locks[cb.stripe]
+                        .iter()
+                        .filter(|l| l.client == cb.lock.client && !l.cancelling)
+                        .map(|l| (l.start, l.end));
+                    uncovered(cb.lock.start, cb.lock.end, newer, &mut own, &mut tmp);
+                    own.iter().any(|&(s, e)| oc.has_pages_in(s, e))
+                }
+                _ => false,
+            };
+            let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0);
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
                 if dirty {
