@@ -1018,28 +1018,36 @@ impl Sim {
             .expect("non-empty");
         // get_write_extents(): from the chosen extent onwards, then from the tree's start, while
         // pages fit max_pages_per_rpc and extents fit 256
-        let keys: Vec<u64> = oc
-            .extents
-            .range(first..)
-            .map(|(&s, _)| s)
-            .chain(oc.extents.range(..first).map(|(&s, _)| s))
-            .take(MAX_EXTENTS_PER_RPC)
-            .collect();
+        // one pass finds the last extent to take from `first` on and, wrapping round, from the
+        // start; the two runs of the tree then come out whole
         let mut max_pages = mppr;
-        let mut taken: Vec<(u64, Extent)> = Vec::new();
         let mut pages = 0;
-        for s in keys {
-            let e = &oc.extents[&s];
-            let n = e.pages(s);
-            // erd_max_pages grows to the extent's own mppr: extents made under a larger
-            // max_pages_per_rpc still leave whole
-            let limit = max_pages.max(e.mppr);
-            if pages + n > limit && !taken.is_empty() {
-                break;
+        let mut count = 0;
+        let mut runs: [Option<u64>; 2] = [None, None];
+        'pick: for (run, part) in [oc.extents.range(first..), oc.extents.range(..first)].into_iter().enumerate() {
+            for (&s, e) in part {
+                let n = e.pages(s);
+                // erd_max_pages grows to the extent's own mppr: extents made under a larger
+                // max_pages_per_rpc still leave whole
+                let limit = max_pages.max(e.mppr);
+                if count == MAX_EXTENTS_PER_RPC || (pages + n > limit && count > 0) {
+                    break 'pick;
+                }
+                max_pages = limit;
+                pages += n;
+                count += 1;
+                runs[run] = Some(s);
             }
-            max_pages = limit;
-            pages += n;
-            taken.push((s, oc.remove(s).expect("present")));
+        }
+        let mut taken: Vec<(u64, Extent)> = Vec::with_capacity(count);
+        if let Some(last) = runs[0] {
+            taken.extend(oc.extents.extract_if(first..=last, |_, _| true));
+        }
+        if let Some(last) = runs[1] {
+            taken.extend(oc.extents.extract_if(..=last, |_, _| true));
+        }
+        for (s, _) in &taken {
+            oc.forget(*s);
         }
         osc.pending_w_pages -= pages.min(osc.pending_w_pages);
         let start = taken.iter().map(|(s, _)| *s).min().expect("taken");

@@ -65,10 +65,21 @@ impl ObjectCache {
     /// Take an extent out of the tree and its lists.
     pub fn remove(&mut self, start: u64) -> Option<Extent> {
         let e = self.extents.remove(&start)?;
-        self.full.remove(&start);
-        self.urgent.remove(&start);
-        self.hp.remove(&start);
+        self.forget(start);
         Some(e)
+    }
+
+    /// Take the extent at `start` off the lists (once it is out of the tree).
+    pub fn forget(&mut self, start: u64) {
+        if !self.full.is_empty() {
+            self.full.remove(&start);
+        }
+        if !self.urgent.is_empty() {
+            self.urgent.remove(&start);
+        }
+        if !self.hp.is_empty() {
+            self.hp.remove(&start);
+        }
     }
 
     /// Make the extents overlapping pages [start, end] high-priority.
