@@ -37,6 +37,9 @@ pub struct Waiter {
     pub start: u64,
     pub end: u64,
     pub write: bool,
+    /// `File::lock_changes` of the stripe when this request was last found blocked only by
+    /// locks already called back (it stays so until those locks change).
+    pub idle_at: u64,
 }
 
 /// Parts of [start, end] outside every range of `covered`, into `out` (`tmp`: scratch).
@@ -95,7 +98,7 @@ impl Sim {
                 .any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write));
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write });
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, idle_at: u64::MAX });
                 self.process_lock_queue();
                 return false;
             }
@@ -125,6 +128,12 @@ impl Sim {
         let mut i = 0;
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
+            let changes = self.files[w.file as usize].lock_changes[w.stripe];
+            if w.idle_at == changes {
+                // blocked by the same locks as last time, all called back already
+                i += 1;
+                continue;
+            }
             // an earlier conflicting request of another client goes first (the OST's queue)
             let queued_before = || {
                 self.lock_waiters[..i].iter().any(|e| {
@@ -145,6 +154,9 @@ impl Sim {
             }
             if !live {
                 // every conflicting lock is already being called back
+                if blocked {
+                    self.lock_waiters[i].idle_at = changes;
+                }
                 i += 1;
                 continue;
             }
@@ -165,6 +177,7 @@ impl Sim {
         let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
         l.cancelling = true;
         let cancelling = *l;
+        self.files[file as usize].lock_changes[stripe] += 1;
         self.callbacks.push(Callback { file, stripe, lock: cancelling });
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
@@ -217,6 +230,7 @@ impl Sim {
             }
             self.callbacks.swap_remove(i);
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
+            self.files[cb.file as usize].lock_changes[cb.stripe] += 1;
             let osc = &mut self.oscs[osc_i as usize];
             osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
             osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
@@ -258,6 +272,7 @@ impl Sim {
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
         locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
         locks.push(Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false });
+        self.files[w.file as usize].lock_changes[w.stripe] += 1;
         let c = &self.cfg.cluster;
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
         let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];

@@ -229,6 +229,9 @@ pub struct File {
     pub writes_in_flight: Vec<u32>,
     /// Granted extent locks, per stripe object.
     pub locks: Vec<Vec<crate::dlm::Lock>>,
+    /// Per stripe object: how many times its locks have changed (granted, called back,
+    /// cancelled).
+    pub lock_changes: Vec<u64>,
     /// Per stripe object: has a lock conflict been seen (the OST then grows locks less).
     pub contended: Vec<bool>,
 }
