@@ -205,7 +205,8 @@ impl Sim {
             let oc = self.oscs[osc_i as usize].objects.get(&obj);
             // pages dirtied under the holder's newer locks belong to those, not to this one
             let dirty = match oc {
-                Some(oc) if !oc.extents.is_empty() => {
+                // (own parts lie inside the lock: without dirty pages there, none has any)
+                Some(oc) if oc.has_pages_in(cb.lock.start, cb.lock.end) => {
                     let newer = f.locks[cb.stripe]
                         .iter()
                         .filter(|l| l.client == cb.lock.client && !l.cancelling)
