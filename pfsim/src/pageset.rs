@@ -198,10 +198,7 @@ impl PageSet {
             if let Some(q) = found {
                 return (q <= e).then_some(q);
             }
-            p = match base.checked_add(BLOCK_PAGES) {
-                Some(n) => n,
-                None => return None,
-            };
+            p = base.checked_add(BLOCK_PAGES)?;
         }
         None
     }
