@@ -973,8 +973,11 @@ impl Sim {
             osc.read_queue.pop_front();
         }
         osc.pending_r_pages -= pages.min(osc.pending_r_pages);
+        let (ost, client) = (osc.ost, osc.client);
         let id = self.new_rpc(Rpc {
             osc: osc_i,
+            ost,
+            client,
             write: false,
             obj,
             start_page: start,
@@ -1069,8 +1072,11 @@ impl Sim {
         for &(f, _) in &files {
             self.files[f as usize].writes_in_flight[client] += 1;
         }
+        let ost = self.oscs[osc_i as usize].ost;
         let id = self.new_rpc(Rpc {
             osc: osc_i,
+            ost,
+            client: client as u32,
             write: true,
             obj,
             start_page: start,
@@ -1146,9 +1152,8 @@ impl Sim {
         let osts_per_oss = c.osts_per_oss;
         let r = self.rpcs[id as usize].as_ref().expect("rpc");
         let (phase, write, short_io, osc_i) = (r.phase, r.write, r.short_io, r.osc);
-        let ost = self.oscs[osc_i as usize].ost as usize;
+        let (ost, client) = (r.ost as usize, r.client as usize);
         let oss = ost / osts_per_oss;
-        let client = self.oscs[osc_i as usize].client as usize;
         let bytes = r.pages * PAGE;
         let set_phase = |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
         match phase {

@@ -324,6 +324,9 @@ pub enum RpcPhase {
 #[derive(Clone, Debug)]
 pub struct Rpc {
     pub osc: u32,
+    /// The OSC's OST and client (copies: every step of the RPC needs them).
+    pub ost: u32,
+    pub client: u32,
     pub write: bool,
     pub obj: u64,
     pub start_page: u64,
