@@ -88,14 +88,20 @@ impl Sim {
         let last = ((op.offset + op.len).max(1) - 1) / PAGE;
         // each run of pages contiguous in one object must lie under one of our locks
         let mut p = first;
+        let mut hint = th.lock_hint;
         while p <= last {
             let f = &self.files[file];
             let (stripe, start) = f.map(p);
             let run_end = last.min(f.chunk_end(p));
             let end = start + (run_end - p);
-            let covered = f.locks[stripe]
-                .iter()
-                .any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write));
+            let covers = |l: &Lock| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write);
+            // the lock that covered this thread's last look usually covers this one: try it first
+            let locks = &f.locks[stripe];
+            let covered = locks.get(hint).is_some_and(covers) || {
+                let at = locks.iter().position(covers);
+                hint = at.unwrap_or(hint);
+                at.is_some()
+            };
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
                 self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, idle_at: u64::MAX });
@@ -104,7 +110,9 @@ impl Sim {
             }
             p = run_end + 1;
         }
-        self.threads[tid as usize].op.as_mut().expect("op").locked = true;
+        let th = &mut self.threads[tid as usize];
+        th.lock_hint = hint;
+        th.op.as_mut().expect("op").locked = true;
         true
     }
 

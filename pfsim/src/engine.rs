@@ -295,6 +295,7 @@ impl Sim {
             stop_ns: cfg.stop_ns.min(self.cfg.duration_ns),
             done: false,
             phase: 0,
+            lock_hint: 0,
         });
         self.schedule(cfg.start_ns, Ev::Thread(tid));
     }

@@ -308,6 +308,9 @@ pub struct Thread {
     pub stop_ns: u64,
     pub done: bool,
     pub phase: u32,
+    /// Index of the lock (in its stripe's list) that last covered an op of this thread; only a
+    /// place to look first.
+    pub lock_hint: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
