@@ -6,7 +6,6 @@
 
 use crate::engine::{Ev, Sim};
 use crate::model::{OpKind, OpState, PAGE};
-use crate::engine::interval_remove;
 use crate::stats::OscCtr;
 
 /// A granted extent lock on one object (pages, inclusive).
@@ -38,30 +37,37 @@ pub struct Waiter {
     pub start: u64,
     pub end: u64,
     pub write: bool,
+    /// `File::lock_changes` of the stripe when this request was last found blocked only by
+    /// locks already called back (it stays so until those locks change).
+    pub idle_at: u64,
 }
 
-/// Parts of [start, end] outside every range in `covered`.
-fn uncovered(start: u64, end: u64, covered: &[(u64, u64)]) -> Vec<(u64, u64)> {
-    let mut parts = vec![(start, end)];
-    for &(cs, ce) in covered {
-        parts = parts
-            .into_iter()
-            .flat_map(|(s, e)| {
-                if ce < s || cs > e {
-                    return vec![(s, e)];
-                }
-                let mut out = Vec::new();
-                if cs > s {
-                    out.push((s, cs - 1));
-                }
-                if ce < e {
-                    out.push((ce + 1, e));
-                }
-                out
-            })
-            .collect();
+/// Parts of [start, end] outside every range of `covered`, into `out` (`tmp`: scratch).
+fn uncovered(
+    start: u64,
+    end: u64,
+    covered: impl Iterator<Item = (u64, u64)>,
+    out: &mut Vec<(u64, u64)>,
+    tmp: &mut Vec<(u64, u64)>,
+) {
+    out.clear();
+    out.push((start, end));
+    for (cs, ce) in covered {
+        tmp.clear();
+        for &(s, e) in out.iter() {
+            if ce < s || cs > e {
+                tmp.push((s, e));
+                continue;
+            }
+            if cs > s {
+                tmp.push((s, cs - 1));
+            }
+            if ce < e {
+                tmp.push((ce + 1, e));
+            }
+        }
+        std::mem::swap(out, tmp);
     }
-    parts
 }
 
 fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
@@ -82,23 +88,31 @@ impl Sim {
         let last = ((op.offset + op.len).max(1) - 1) / PAGE;
         // each run of pages contiguous in one object must lie under one of our locks
         let mut p = first;
+        let mut hint = th.lock_hint;
         while p <= last {
             let f = &self.files[file];
             let (stripe, start) = f.map(p);
             let run_end = last.min(f.chunk_end(p));
             let end = start + (run_end - p);
-            let covered = f.locks[stripe]
-                .iter()
-                .any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write));
+            let covers = |l: &Lock| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write);
+            // the lock that covered this thread's last look usually covers this one: try it first
+            let locks = &f.locks[stripe];
+            let covered = locks.get(hint).is_some_and(covers) || {
+                let at = locks.iter().position(covers);
+                hint = at.unwrap_or(hint);
+                at.is_some()
+            };
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write });
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, idle_at: u64::MAX });
                 self.process_lock_queue();
                 return false;
             }
             p = run_end + 1;
         }
-        self.threads[tid as usize].op.as_mut().expect("op").locked = true;
+        let th = &mut self.threads[tid as usize];
+        th.lock_hint = hint;
+        th.op.as_mut().expect("op").locked = true;
         true
     }
 
@@ -122,21 +136,39 @@ impl Sim {
         let mut i = 0;
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
+            let changes = self.files[w.file as usize].lock_changes[w.stripe];
+            if w.idle_at == changes {
+                // blocked by the same locks as last time, all called back already
+                i += 1;
+                continue;
+            }
             // an earlier conflicting request of another client goes first (the OST's queue)
-            let queued_before = self.lock_waiters[..i].iter().any(|e| {
-                e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
-            });
-            let blocking: Vec<Lock> = self.files[w.file as usize].locks[w.stripe]
-                .iter()
-                .copied()
-                .filter(|l| conflicts(l, w.client, w.start, w.end, w.write))
-                .collect();
-            if blocking.is_empty() && !queued_before {
+            let queued_before = || {
+                self.lock_waiters[..i].iter().any(|e| {
+                    e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
+                })
+            };
+            let locks = &self.files[w.file as usize].locks[w.stripe];
+            let (mut blocked, mut live) = (false, false);
+            for l in locks.iter().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)) {
+                blocked = true;
+                live |= !l.cancelling;
+            }
+            if !blocked && !queued_before() {
                 self.lock_waiters.remove(i);
                 self.grant(w);
                 granted += 1;
                 continue;
             }
+            if !live {
+                // every conflicting lock is already being called back
+                if blocked {
+                    self.lock_waiters[i].idle_at = changes;
+                }
+                i += 1;
+                continue;
+            }
+            let blocking: Vec<Lock> = locks.iter().copied().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)).collect();
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
                 self.files[w.file as usize].contended[w.stripe] = true;
                 self.call_back(w.file, w.stripe, lock);
@@ -153,6 +185,7 @@ impl Sim {
         let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
         l.cancelling = true;
         let cancelling = *l;
+        self.files[file as usize].lock_changes[stripe] += 1;
         self.callbacks.push(Callback { file, stripe, lock: cancelling });
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
@@ -166,6 +199,7 @@ impl Sim {
     pub(crate) fn finish_callbacks(&mut self, only: Option<u32>) -> usize {
         let mut cancelled = 0;
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
+        let (mut own, mut tmp) = (Vec::new(), Vec::new());
         let mut i = 0;
         while i < self.callbacks.len() {
             let cb = self.callbacks[i];
@@ -176,16 +210,21 @@ impl Sim {
                 i += 1;
                 continue;
             }
-            let osc = &self.oscs[osc_i as usize];
+            let oc = self.oscs[osc_i as usize].objects.get(&obj);
             // pages dirtied under the holder's newer locks belong to those, not to this one
-            let newer: Vec<(u64, u64)> = f.locks[cb.stripe]
-                .iter()
-                .filter(|l| l.client == cb.lock.client && !l.cancelling)
-                .map(|l| (l.start, l.end))
-                .collect();
-            let own = uncovered(cb.lock.start, cb.lock.end, &newer);
-            let dirty = osc.objects.get(&obj).is_some_and(|oc| own.iter().any(|&(s, e)| oc.has_pages_in(s, e)));
-            let writing = osc.objects.get(&obj).is_some_and(|oc| oc.hp_in_flight > 0);
+            let dirty = match oc {
+                // (own parts lie inside the lock: without dirty pages there, none has any)
+                Some(oc) if oc.has_pages_in(cb.lock.start, cb.lock.end) => {
+                    let newer = f.locks[cb.stripe]
+                        .iter()
+                        .filter(|l| l.client == cb.lock.client && !l.cancelling)
+                        .map(|l| (l.start, l.end));
+                    uncovered(cb.lock.start, cb.lock.end, newer, &mut own, &mut tmp);
+                    own.iter().any(|&(s, e)| oc.has_pages_in(s, e))
+                }
+                _ => false,
+            };
+            let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0);
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
                 if dirty {
@@ -200,6 +239,7 @@ impl Sim {
             }
             self.callbacks.swap_remove(i);
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
+            self.files[cb.file as usize].lock_changes[cb.stripe] += 1;
             let osc = &mut self.oscs[osc_i as usize];
             osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
             osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
@@ -241,6 +281,7 @@ impl Sim {
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
         locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
         locks.push(Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false });
+        self.files[w.file as usize].lock_changes[w.stripe] += 1;
         let c = &self.cfg.cluster;
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
         let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
@@ -262,7 +303,7 @@ impl Sim {
         }
         let n = f.osts.len() as u64;
         let removed = if n == 1 {
-            interval_remove(&mut self.files[file as usize].cache[client], start, end)
+            self.files[file as usize].cache[client].remove(start, end)
         } else {
             // walk the object's stripe chunks inside [start, end] and map them back to file pages
             let sp = f.stripe_size / PAGE;
@@ -273,7 +314,7 @@ impl Sim {
                 let (cs, ce) = ((chunk * sp).max(start), (chunk * sp + sp - 1).min(end));
                 let file_chunk = chunk * n + stripe as u64;
                 let (fs, fe) = (file_chunk * sp + cs % sp, file_chunk * sp + ce % sp);
-                removed += interval_remove(&mut self.files[file as usize].cache[client], fs, fe);
+                removed += self.files[file as usize].cache[client].remove(fs, fe);
                 chunk += 1;
             }
             removed

@@ -3,12 +3,12 @@
 //!
 //! Time is in nanoseconds. Pages are ranges: no event is ever per page.
 
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use crate::config::{Config, JobConfig};
 use crate::device::{transfer, Device, Link};
 use crate::model::*;
+use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHists, TextStyle};
 use crate::workload::{self, Role};
@@ -23,29 +23,6 @@ pub(crate) enum Ev {
     Rpc(u32),
     /// The kernel flusher of a client.
     Flusher(u32),
-}
-
-#[derive(Debug)]
-struct Queued {
-    t: u64,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Queued {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
 }
 
 /// OSS: NRS FIFO request queue served by a pool of service threads.
@@ -64,7 +41,7 @@ pub struct Sim {
     pub now: u64,
     pub events: u64,
     seq: u64,
-    queue: BinaryHeap<Queued>,
+    queue: EventQueue<Ev>,
     pub rng: Rng,
     pub clients: Vec<Client>,
     pub oscs: Vec<Osc>,
@@ -110,7 +87,7 @@ impl Sim {
             now: 0,
             events: 0,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::new(),
             clients: Vec::new(),
             oscs: Vec::new(),
             files: Vec::new(),
@@ -264,11 +241,12 @@ impl Sim {
             stripe_size,
             osts,
             obj_ids,
-            cache: vec![BTreeMap::new(); n],
+            cache: vec![crate::pageset::PageSet::new(); n],
             reading: vec![BTreeMap::new(); n],
             dirty_pages: vec![0; n],
             writes_in_flight: vec![0; n],
             locks: vec![Vec::new(); stripe_count as usize],
+            lock_changes: vec![0; stripe_count as usize],
             contended: vec![false; stripe_count as usize],
         });
         (self.files.len() - 1) as u32
@@ -317,6 +295,7 @@ impl Sim {
             stop_ns: cfg.stop_ns.min(self.cfg.duration_ns),
             done: false,
             phase: 0,
+            lock_hint: 0,
         });
         self.schedule(cfg.start_ns, Ev::Thread(tid));
     }
@@ -325,26 +304,22 @@ impl Sim {
 
     pub(crate) fn schedule(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.queue.push(Queued { t: t.max(self.now), seq: self.seq, ev });
+        self.queue.push(t.max(self.now), self.seq, ev);
     }
 
     /// Process every event up to and including time `t`, then set the clock to `t`.
     pub fn run_until(&mut self, t: u64) {
-        while let Some(top) = self.queue.peek() {
-            if top.t > t {
-                break;
-            }
-            let q = self.queue.pop().expect("peeked");
-            self.now = q.t;
+        while let Some((at, ev)) = self.queue.pop_until(t) {
+            self.now = at;
             self.events += 1;
-            let kind = match q.ev {
+            let kind = match ev {
                 Ev::Thread(_) => 0,
                 Ev::ChunkReady(..) => 1,
                 Ev::Rpc(_) => 2,
                 Ev::Flusher(_) => 3,
             };
             self.ev_kinds[kind] += 1;
-            match q.ev {
+            match ev {
                 Ev::Thread(tid) => self.on_thread(tid),
                 Ev::ChunkReady(osc, ch) => {
                     self.oscs[osc as usize].read_queue.push_back(ch);
@@ -572,7 +547,9 @@ impl Sim {
         if osc.max_dirty_pages == 0 {
             return Admit::Sync;
         }
-        let (new_pages, new_ext) = count_new(osc.objects.get(&obj), first, last, osc.mppr);
+        // one look at the extents around [first, last] serves the admission and the merge
+        let near = neighbours(osc.objects.get(&obj), first, last);
+        let (new_pages, new_ext) = count_new(&near, first, last, osc.mppr);
         let need_grant = new_pages * PAGE + new_ext * EXTENT_TAX;
         let cl = &self.clients[client];
         let over_dirty = osc.dirty_pages + new_pages > osc.max_dirty_pages
@@ -586,31 +563,38 @@ impl Sim {
         if over_dirty && new_pages > 0 {
             return Admit::Wait;
         }
-        self.add_dirty(osc_i, obj, first, last, file, client, None);
+        self.merge_dirty(osc_i, obj, first, last, file, client, None, near);
         Admit::Ok
     }
 
     /// Dirty pages [first, last] of `obj` (one mppr window): merge into the extent tree.
     #[allow(clippy::too_many_arguments)]
     fn add_dirty(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize, sync: Option<u32>) {
+        let near = neighbours(self.oscs[osc_i as usize].objects.get(&obj), first, last);
+        self.merge_dirty(osc_i, obj, first, last, file, client, sync, near);
+    }
+
+    /// `add_dirty` with the extents touching [first-1, last+1] already found (`neighbours`).
+    #[allow(clippy::too_many_arguments)]
+    fn merge_dirty(
+        &mut self,
+        osc_i: u32,
+        obj: u64,
+        first: u64,
+        last: u64,
+        file: u32,
+        client: usize,
+        sync: Option<u32>,
+        near: Vec<(u64, Extent)>,
+    ) {
         let now = self.now;
         let osc = &mut self.oscs[osc_i as usize];
         let mppr = osc.mppr;
         let window_end = first - first % mppr + mppr - 1;
         let window_start = window_end + 1 - mppr;
         let oc = osc.objects.entry(obj).or_default();
-        // extents touching [first-1, last+1] that may merge: overlapping ones always, adjacent
-        // ones only inside the same window with the same mppr (osc_extent_merge)
-        let lo = first.saturating_sub(1);
-        let mut merge: Vec<u64> = Vec::new();
-        if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
-            if e.end >= lo {
-                merge.push(s);
-            }
-        }
-        for (&s, _) in oc.extents.range(lo + 1..=last + 1) {
-            merge.push(s);
-        }
+        // extents touching [first-1, last+1] may merge: overlapping ones always, adjacent ones
+        // only inside the same window with the same mppr (osc_extent_merge)
         let mut start = first;
         let mut end = last;
         let mut old_pages = 0;
@@ -620,14 +604,13 @@ impl Sim {
         let mut wend = window_end;
         let mut merged = 0u64;
         let mut sync_waiter = sync;
-        for s in merge {
-            let e = &oc.extents[&s];
+        for (s, e) in near {
             let overlaps = s <= last && e.end >= first;
             let same_window = e.mppr == mppr && e.window_end == window_end && s >= window_start;
             if !overlaps && !same_window {
                 continue;
             }
-            let e = oc.remove(s).expect("present");
+            oc.remove(s).expect("present");
             old_pages += e.end - s + 1;
             urgent |= e.urgent;
             start = start.min(s);
@@ -688,7 +671,7 @@ impl Sim {
                         self.oscs[osc_i as usize].stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
                         self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
                         self.seq += 1;
-                        self.queue.push(Queued { t: self.now + rtt, seq: self.seq, ev: Ev::Thread(tid as u32) });
+                        self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
                     }
                 }
             }
@@ -713,7 +696,7 @@ impl Sim {
     // ------------------------------------------------------------------ page cache and reads
 
     fn insert_cached(&mut self, client: usize, file: u32, first: u64, last: u64, osc_i: u32) {
-        let added = interval_insert(&mut self.files[file as usize].cache[client], first, last);
+        let added = self.files[file as usize].cache[client].insert(first, last);
         if added == 0 {
             return;
         }
@@ -723,7 +706,7 @@ impl Sim {
         self.oscs[osc_i as usize].cached_pages += added;
         while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
             let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
-            let removed = interval_remove(&mut self.files[f as usize].cache[client], s, e);
+            let removed = self.files[f as usize].cache[client].remove(s, e);
             let cl = &mut self.clients[client];
             cl.cached_pages -= removed.min(cl.cached_pages);
             let osc = &mut self.oscs[o as usize];
@@ -787,7 +770,7 @@ impl Sim {
         {
             let f = &mut self.files[file];
             let mut p = p0;
-            for (s, e) in interval_gaps(&f.cache[client], p0, p1) {
+            for (s, e) in f.cache[client].gaps(p0, p1) {
                 hit_pages += s - p;
                 p = e + 1;
                 // pages already being read: wait for those chunks
@@ -832,7 +815,7 @@ impl Sim {
             if grant > 0 && grant >= want.min(16384) {
                 let to = ra_from + grant - 1;
                 let f = &self.files[file];
-                for (s, e) in interval_gaps(&f.cache[client], ra_from, to) {
+                for (s, e) in f.cache[client].gaps(ra_from, to) {
                     let mut q = s;
                     for (rs, re, _) in overlapping(&f.reading[client], s, e) {
                         if rs > q {
@@ -991,8 +974,11 @@ impl Sim {
             osc.read_queue.pop_front();
         }
         osc.pending_r_pages -= pages.min(osc.pending_r_pages);
+        let (ost, client) = (osc.ost, osc.client);
         let id = self.new_rpc(Rpc {
             osc: osc_i,
+            ost,
+            client,
             write: false,
             obj,
             start_page: start,
@@ -1037,28 +1023,36 @@ impl Sim {
             .expect("non-empty");
         // get_write_extents(): from the chosen extent onwards, then from the tree's start, while
         // pages fit max_pages_per_rpc and extents fit 256
-        let keys: Vec<u64> = oc
-            .extents
-            .range(first..)
-            .map(|(&s, _)| s)
-            .chain(oc.extents.range(..first).map(|(&s, _)| s))
-            .take(MAX_EXTENTS_PER_RPC)
-            .collect();
+        // one pass finds the last extent to take from `first` on and, wrapping round, from the
+        // start; the two runs of the tree then come out whole
         let mut max_pages = mppr;
-        let mut taken: Vec<(u64, Extent)> = Vec::new();
         let mut pages = 0;
-        for s in keys {
-            let e = &oc.extents[&s];
-            let n = e.pages(s);
-            // erd_max_pages grows to the extent's own mppr: extents made under a larger
-            // max_pages_per_rpc still leave whole
-            let limit = max_pages.max(e.mppr);
-            if pages + n > limit && !taken.is_empty() {
-                break;
+        let mut count = 0;
+        let mut runs: [Option<u64>; 2] = [None, None];
+        'pick: for (run, part) in [oc.extents.range(first..), oc.extents.range(..first)].into_iter().enumerate() {
+            for (&s, e) in part {
+                let n = e.pages(s);
+                // erd_max_pages grows to the extent's own mppr: extents made under a larger
+                // max_pages_per_rpc still leave whole
+                let limit = max_pages.max(e.mppr);
+                if count == MAX_EXTENTS_PER_RPC || (pages + n > limit && count > 0) {
+                    break 'pick;
+                }
+                max_pages = limit;
+                pages += n;
+                count += 1;
+                runs[run] = Some(s);
             }
-            max_pages = limit;
-            pages += n;
-            taken.push((s, oc.remove(s).expect("present")));
+        }
+        let mut taken: Vec<(u64, Extent)> = Vec::with_capacity(count);
+        if let Some(last) = runs[0] {
+            taken.extend(oc.extents.extract_if(first..=last, |_, _| true));
+        }
+        if let Some(last) = runs[1] {
+            taken.extend(oc.extents.extract_if(..=last, |_, _| true));
+        }
+        for (s, _) in &taken {
+            oc.forget(*s);
         }
         osc.pending_w_pages -= pages.min(osc.pending_w_pages);
         let start = taken.iter().map(|(s, _)| *s).min().expect("taken");
@@ -1079,8 +1073,11 @@ impl Sim {
         for &(f, _) in &files {
             self.files[f as usize].writes_in_flight[client] += 1;
         }
+        let ost = self.oscs[osc_i as usize].ost;
         let id = self.new_rpc(Rpc {
             osc: osc_i,
+            ost,
+            client: client as u32,
             write: true,
             obj,
             start_page: start,
@@ -1144,7 +1141,7 @@ impl Sim {
             arrive += (rpc.pages as f64 * PAGE as f64 * 1e9 / bw) as u64;
         }
         self.seq += 1;
-        self.queue.push(Queued { t: arrive, seq: self.seq, ev: Ev::Rpc(id) });
+        self.queue.push(arrive, self.seq, Ev::Rpc(id));
     }
 
     // ------------------------------------------------------------------ OSS and OST
@@ -1156,9 +1153,8 @@ impl Sim {
         let osts_per_oss = c.osts_per_oss;
         let r = self.rpcs[id as usize].as_ref().expect("rpc");
         let (phase, write, short_io, osc_i) = (r.phase, r.write, r.short_io, r.osc);
-        let ost = self.oscs[osc_i as usize].ost as usize;
+        let (ost, client) = (r.ost as usize, r.client as usize);
         let oss = ost / osts_per_oss;
-        let client = self.oscs[osc_i as usize].client as usize;
         let bytes = r.pages * PAGE;
         let set_phase = |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
         match phase {
@@ -1383,27 +1379,44 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
     osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
 }
 
-/// Pages of [first, last] not yet dirty, and whether a new extent would be created.
-fn count_new(oc: Option<&ObjectCache>, first: u64, last: u64, mppr: u64) -> (u64, u64) {
-    let Some(oc) = oc else { return (last - first + 1, 1) };
+/// The extents of `oc` touching pages [first-1, last+1], in page order (copies).
+fn neighbours(oc: Option<&ObjectCache>, first: u64, last: u64) -> Vec<(u64, Extent)> {
+    let mut out = Vec::new();
+    let Some(oc) = oc else { return out };
+    let lo = first.saturating_sub(1);
+    // extents are disjoint, so their ends ascend with their starts
+    for (&s, e) in oc.extents.range(..=last + 1).rev() {
+        if e.end < lo {
+            break;
+        }
+        out.push((s, e.clone()));
+    }
+    out.reverse();
+    out
+}
+
+/// Pages of [first, last] not yet dirty, and whether a new extent would be created, from the
+/// extents touching [first-1, last+1] (`neighbours`).
+fn count_new(near: &[(u64, Extent)], first: u64, last: u64, mppr: u64) -> (u64, u64) {
     let mut covered = 0;
     let mut adjacent = false;
     let lo = first.saturating_sub(1);
     let window_end = first - first % mppr + mppr - 1;
-    if let Some((&s, e)) = oc.extents.range(..=lo).next_back() {
+    // the extent starting at or before first-1 (at most one touches it)
+    if let Some((_, e)) = near.iter().find(|(s, _)| *s <= lo) {
         if e.end >= first {
             covered += e.end.min(last) - first + 1;
             adjacent = true;
         } else if e.end + 1 == first && e.window_end == window_end {
             adjacent = true;
         }
-        let _ = s;
     }
-    for (&s, e) in oc.extents.range(first..=last + 1) {
-        if s <= last {
+    // those starting in [first, last+1] (with first = 0, the one at 0 is counted twice, as before)
+    for (s, e) in near.iter().filter(|(s, _)| *s >= first) {
+        if *s <= last {
             covered += e.end.min(last) - s + 1;
         }
-        adjacent |= e.window_end == window_end || s <= last;
+        adjacent |= e.window_end == window_end || *s <= last;
     }
     (last - first + 1 - covered.min(last - first + 1), u64::from(!adjacent))
 }

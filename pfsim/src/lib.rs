@@ -11,6 +11,8 @@ pub mod device;
 pub mod dlm;
 pub mod engine;
 pub mod model;
+pub mod pageset;
+pub mod queue;
 pub mod params;
 pub mod parse;
 pub mod rng;

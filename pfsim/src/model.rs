@@ -65,10 +65,21 @@ impl ObjectCache {
     /// Take an extent out of the tree and its lists.
     pub fn remove(&mut self, start: u64) -> Option<Extent> {
         let e = self.extents.remove(&start)?;
-        self.full.remove(&start);
-        self.urgent.remove(&start);
-        self.hp.remove(&start);
+        self.forget(start);
         Some(e)
+    }
+
+    /// Take the extent at `start` off the lists (once it is out of the tree).
+    pub fn forget(&mut self, start: u64) {
+        if !self.full.is_empty() {
+            self.full.remove(&start);
+        }
+        if !self.urgent.is_empty() {
+            self.urgent.remove(&start);
+        }
+        if !self.hp.is_empty() {
+            self.hp.remove(&start);
+        }
     }
 
     /// Make the extents overlapping pages [start, end] high-priority.
@@ -210,14 +221,17 @@ pub struct File {
     pub stripe_size: u64,
     pub osts: Vec<u32>,
     pub obj_ids: Vec<u64>,
-    /// Per client: cached page intervals (start -> end inclusive).
-    pub cache: Vec<BTreeMap<u64, u64>>,
+    /// Per client: cached pages.
+    pub cache: Vec<crate::pageset::PageSet>,
     /// Per client: read chunks in flight (file start page -> (end page, chunk id)).
     pub reading: Vec<BTreeMap<u64, (u64, u32)>>,
     pub dirty_pages: Vec<u64>,
     pub writes_in_flight: Vec<u32>,
     /// Granted extent locks, per stripe object.
     pub locks: Vec<Vec<crate::dlm::Lock>>,
+    /// Per stripe object: how many times its locks have changed (granted, called back,
+    /// cancelled).
+    pub lock_changes: Vec<u64>,
     /// Per stripe object: has a lock conflict been seen (the OST then grows locks less).
     pub contended: Vec<bool>,
 }
@@ -294,6 +308,9 @@ pub struct Thread {
     pub stop_ns: u64,
     pub done: bool,
     pub phase: u32,
+    /// Index of the lock (in its stripe's list) that last covered an op of this thread; only a
+    /// place to look first.
+    pub lock_hint: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -310,6 +327,9 @@ pub enum RpcPhase {
 #[derive(Clone, Debug)]
 pub struct Rpc {
     pub osc: u32,
+    /// The OSC's OST and client (copies: every step of the RPC needs them).
+    pub ost: u32,
+    pub client: u32,
     pub write: bool,
     pub obj: u64,
     pub start_page: u64,
