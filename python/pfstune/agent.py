@@ -40,7 +40,11 @@ class TickReport:
     errors: int = 0
     mbps: dict[str, float] = field(default_factory=dict)  # osc -> RPC throughput of the interval
     configs: dict[str, Config] = field(default_factory=dict)  # osc -> configuration now in force
-    seconds: float = 0.0  # wall time the tick took
+    seconds: float = 0.0  # wall time the tick took, and its phases:
+    probe_seconds: float = 0.0  # reading and parsing the client's files
+    features_seconds: float = 0.0  # feature rows, and the tuner observing them
+    decide_seconds: float = 0.0  # the tuner's suggestions (model inference for learned tuners)
+    apply_seconds: float = 0.0  # writing and verifying the changes
 
 
 #: Called after every tick (the Prometheus exporter, progress output, tests).
@@ -112,6 +116,7 @@ class Agent:
         """Probe, decide and apply once."""
         started = time.perf_counter()
         snapshot = self.backend.probe()
+        probed = time.perf_counter()
         report = TickReport(time=snapshot["time"])
         previous = self._previous
         names: list[str] = []
@@ -164,7 +169,10 @@ class Agent:
                 log.info("%s went away; forgetting it", gone)
                 self.tuner.forget(gone)
                 self._intervals.pop(gone, None)
-        for context, suggestion in zip(contexts, self.tuner.suggest_batch(contexts), strict=True):
+        featured = time.perf_counter()
+        suggestions = self.tuner.suggest_batch(contexts)
+        decided = time.perf_counter()
+        for context, suggestion in zip(contexts, suggestions, strict=True):
             changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
             if not changes:
                 continue
@@ -180,7 +188,12 @@ class Agent:
             report.changes[context.osc] = changes
             log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
         self._previous = snapshot
-        report.seconds = time.perf_counter() - started
+        finished = time.perf_counter()
+        report.seconds = finished - started
+        report.probe_seconds = probed - started
+        report.features_seconds = featured - probed
+        report.decide_seconds = decided - featured
+        report.apply_seconds = finished - decided
         self._account(report)
         for listener in self.listeners:
             listener(report)

@@ -53,7 +53,8 @@ def value_table(raw: pd.DataFrame) -> pd.DataFrame:
     mbps = _throughput(moved)
     moved = moved.assign(mbps=mbps)[mbps > 0]
     table = moved.groupby(["workload", _MPPR, _MRIF], observed=True)["mbps"].mean()
-    return table.rename_axis(["workload", "max_pages_per_rpc", "max_rpcs_in_flight"]).to_frame("value")
+    named: pd.DataFrame = table.rename_axis(["workload", "max_pages_per_rpc", "max_rpcs_in_flight"]).to_frame("value")
+    return named
 
 
 @dataclass

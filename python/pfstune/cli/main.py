@@ -13,7 +13,21 @@ import sys
 from collections.abc import Sequence
 
 from pfstune import __version__
-from pfstune.cli import agent, demo, lustre_parse, lustre_snapshot, sim_presets, sim_run, sim_serve, sim_sweep
+from pfstune.cli import (
+    agent,
+    collect,
+    demo,
+    lustre_parse,
+    lustre_snapshot,
+    model_eval,
+    overhead,
+    replay,
+    sim_presets,
+    sim_run,
+    sim_serve,
+    sim_sweep,
+    train,
+)
 from pfstune.errors import PfstuneError, UserError
 
 
@@ -30,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     demo.setup_parser(commands)
     agent.setup_parser(commands)
+    collect.setup_parser(commands)
+    replay.setup_parser(commands)
+    overhead.setup_parser(commands)
     sim = commands.add_parser(
         "sim",
         help="run, sweep and serve simulated Lustre clusters",
@@ -52,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     lustre_commands = lustre.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for lustre_module in (lustre_snapshot, lustre_parse):
         lustre_module.setup_parser(lustre_commands)
+    train.setup_parser(commands)
+    model = commands.add_parser(
+        "model",
+        help="inspect and evaluate trained models",
+        description="Evaluate a model directory (pfstune train's output, or 'default': the shipped model) on datasets.",
+    )
+    model_commands = model.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    model_eval.setup_parser(model_commands)
     return parser
 
 

@@ -12,12 +12,14 @@ from collections.abc import Callable, Mapping
 from pfstune.errors import UserError
 from pfstune.tuners._base import Tuner
 from pfstune.tuners.default import DefaultTuner
+from pfstune.tuners.dial import DialTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
 from pfstune.tuners.random import RandomTuner
 
 #: Every tuner by its ``--tuner`` name.
 TUNERS: dict[str, Callable[..., Tuner]] = {
     DefaultTuner.name: DefaultTuner,
+    DialTuner.name: DialTuner,
     IOPathTuneTuner.name: IOPathTuneTuner,
     RandomTuner.name: RandomTuner,
 }

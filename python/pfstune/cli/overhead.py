@@ -1,0 +1,43 @@
+"""``pfstune overhead``: what one real agent tick costs over a virtual tree of N OSCs."""
+
+from __future__ import annotations
+
+import argparse
+
+from pfstune.cli._output import format_table, print_json
+from pfstune.errors import UserError
+from pfstune.overhead import measure
+
+
+def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``overhead``."""
+    parser = subparsers.add_parser(
+        "overhead",
+        help="time one agent tick over a virtual tree of N OSCs",
+        description=(
+            "Lay out a virtual client tree with N OSCs (pfsim's text of a busy OSC, 2.15 layout), run the "
+            "agent over it with the Lustre backend, and report the median time of each phase of a tick: "
+            "probe (read + parse), features, inference (the tuner's decision for all OSCs), apply."
+        ),
+    )
+    parser.add_argument("--oscs", type=int, default=100, metavar="N", help="number of OSCs (default 100)")
+    parser.add_argument("--tuner", default="dial", metavar="NAME", help="tuner (default dial, the shipped model)")
+    parser.add_argument("--repeat", type=int, default=5, metavar="K", help="timed ticks, median reported (default 5)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Measure and print."""
+    if not 1 <= args.oscs <= 100_000:
+        raise UserError(f"--oscs {args.oscs}: must be between 1 and 100000")
+    if args.repeat < 1:
+        raise UserError("--repeat must be at least 1")
+    result = measure(args.oscs, tuner=args.tuner, repeat=args.repeat)
+    if args.json:
+        print_json(result)
+        return 0
+    rows = [[key, f"{result[key]:.2f}"] for key in ("probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms")]
+    rows.append(["per_osc_ms", f"{result['per_osc_ms']:.3f}"])
+    print(format_table(["phase", f"ms ({args.oscs} OSCs, {args.tuner})"], rows))
+    return 0

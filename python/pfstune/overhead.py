@@ -1,0 +1,125 @@
+"""What one real agent tick costs over N OSCs: ``pfstune overhead --oscs N``.
+
+A virtual client tree with N OSC devices is laid out in a temporary directory, in the 2.15 layout
+(sysfs, procfs, debugfs) with the exact text pfsim prints for a busy OSC (one simulated client
+writing and reading; every device gets a copy of its files).  The agent then runs as it would
+on a client, with the Lustre backend (files opened, read, parsed; writes through the actuator
+with its state file and read-back) and the chosen tuner (default ``dial`` with the shipped model):
+
+1. a first tick (nothing to compare with yet: it only probes),
+2. the statistics move on by one probe interval (every device's files rewritten),
+3. a timed tick: probe, features, decision (model inference for every OSC and all 99
+   candidates in one batch), apply.
+
+Steps 2 and 3 repeat ``repeat`` times and the median of each phase is reported, in
+milliseconds for the whole tick and per OSC.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pfstune.agent import Agent, TickReport
+from pfstune.backends.lustre import LustreBackend
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import parse_scenario
+from pfstune.tuners import make_tuner
+
+_SCENARIO = """\
+name: overhead-source
+seed: 11
+duration: 60s
+cluster: {preset: cloudlab-c6525, clients: 1}
+jobs:
+  - {name: writer, client: 0, workload: filebench.seqwrite, iosize: 1m, filesize: 4g, stripe_count: 1}
+  - {name: reader, client: 0, workload: filebench.randomread, iosize: 1m, filesize: 4g, stripe_count: 1}
+"""
+
+
+class _Source:
+    """One busy simulated OSC whose files are copied to every virtual device."""
+
+    def __init__(self) -> None:
+        self.engine = Engine(parse_scenario(_SCENARIO, "<overhead>"))
+        self.engine.run(until_ns=2_000_000_000)
+        client = self.engine.clients()[0]
+        busiest = client["osc"][0]
+        self.device = busiest
+        self.llite = client["llite"]
+        self.params = [p for p in self.engine.list_params(0) if f"/{busiest}/" in p.path or f"/{self.llite}/" in p.path]
+
+    def advance(self, seconds: float) -> None:
+        self.engine.run(until_ns=self.engine.now_ns + int(seconds * 1e9))
+
+    def files(self) -> dict[str, tuple[str, bool]]:
+        """Relative path template (``{dev}`` for the device) -> (text, writable)."""
+        out = {}
+        for param in self.params:
+            text = self.engine.get_param(0, param.name)
+            out[param.path.replace(self.device, "{dev}")] = (text, param.writable)
+        return out
+
+
+@dataclass
+class Tree:
+    """N copies of the source OSC under ``root``."""
+
+    root: Path
+    devices: list[str]
+    instance: str
+
+    def write(self, files: dict[str, tuple[str, bool]], tunables_too: bool) -> None:
+        """Write every device's files; tunables only the first time (the agent owns them after)."""
+        for template, (text, writable) in files.items():
+            if writable and not tunables_too and not template.endswith(("/stats", "/rpc_stats")):
+                continue
+            if "{dev}" not in template:
+                path = self.root / template
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                continue
+            for device in self.devices:
+                path = self.root / template.format(dev=device)
+                if tunables_too:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+
+
+def measure(oscs: int, tuner: str = "dial", repeat: int = 5, interval: float = 0.5) -> dict[str, Any]:
+    """Median per-phase times of one agent tick over ``oscs`` virtual OSCs (see the module docstring)."""
+    source = _Source()
+    fsname, _, instance = source.llite.partition("-")
+    devices = [f"{fsname}-OST{i:04x}-osc-{instance}" for i in range(oscs)]
+    reports: list[TickReport] = []
+    with tempfile.TemporaryDirectory(prefix="pfstune-overhead-") as tmp:
+        tree = Tree(Path(tmp) / "root", devices, instance)
+        tree.write(source.files(), tunables_too=True)
+        policy = make_tuner(tuner)
+        with LustreBackend(tree.root, state_dir=Path(tmp) / "state") as backend:
+            agent = Agent(backend, policy, interval=interval)
+            agent.tick()
+            for _ in range(max(1, repeat)):
+                source.advance(interval)
+                tree.write(source.files(), tunables_too=False)
+                reports.append(agent.tick())
+
+    def median_ms(field: str) -> float:
+        return float(statistics.median(float(getattr(r, field)) for r in reports)) * 1e3
+
+    tick = median_ms("seconds")
+    return {
+        "oscs": oscs,
+        "tuner": tuner,
+        "repeat": len(reports),
+        "probe_ms": median_ms("probe_seconds"),
+        "features_ms": median_ms("features_seconds"),
+        "inference_ms": median_ms("decide_seconds"),
+        "apply_ms": median_ms("apply_seconds"),
+        "tick_ms": tick,
+        "per_osc_ms": tick / oscs,
+        "writes_per_tick": statistics.median(sum(len(c) for c in r.changes.values()) for r in reports),
+    }
