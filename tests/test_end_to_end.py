@@ -191,3 +191,17 @@ def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Pa
     assert not any(" -P " in line for line in lines)
     assert _values(served) == before
     assert not (tmp_path / "state" / "originals.json").exists()
+
+
+def test_dial_with_the_shipped_model_tunes_a_served_tree_and_restores_it(served: Path, tmp_path: Path) -> None:
+    root, state = served, tmp_path / "state"
+    originals = _values(root)
+    agent = _agent(root, state, tuner="dial")
+    _wait(lambda: _values(root) != originals or agent.poll() is not None, 60, "DIAL to change a tunable")
+    assert agent.poll() is None, agent.stderr.read() if agent.stderr else ""
+    agent.send_signal(signal.SIGTERM)
+    _, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    assert _values(root) == originals
+    _settled(root)
+    assert _values(root) == originals

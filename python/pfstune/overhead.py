@@ -47,10 +47,19 @@ class _Source:
         self.engine = Engine(parse_scenario(_SCENARIO, "<overhead>"))
         self.engine.run(until_ns=2_000_000_000)
         client = self.engine.clients()[0]
-        busiest = client["osc"][0]
+        busiest = max(client["osc"], key=self._rpc_bytes)
         self.device = busiest
         self.llite = client["llite"]
         self.params = [p for p in self.engine.list_params(0) if f"/{busiest}/" in p.path or f"/{self.llite}/" in p.path]
+
+    def _rpc_bytes(self, device: str) -> int:
+        """Bytes carried by the device's read and write RPCs so far (from its ``stats`` text)."""
+        total = 0
+        for line in self.engine.get_param(0, f"osc.{device}.stats").splitlines():
+            fields = line.split()
+            if fields and fields[0] in ("read_bytes", "write_bytes"):
+                total += int(fields[6])
+        return total
 
     def advance(self, seconds: float) -> None:
         self.engine.run(until_ns=self.engine.now_ns + int(seconds * 1e9))
