@@ -178,3 +178,13 @@ def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
     assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
     assert "osc.max_rpcs_in_flight" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_demo_runs_the_tuners_beside_the_static_configurations(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)["results"]
+    labels = [r["label"] for r in results]
+    assert labels[0] == "default (1024, 8)"
+    assert [r.get("tuner") for r in results[1:3]] == ["iopathtune", "dial"]
+    assert len(results) == 2 + len(CONFIGS)
+    assert all(r["mbps"] > 0 for r in results)
