@@ -17,6 +17,13 @@ For a dataset in the schema of ``shared/data/dial-lustre`` (or any Parquet file 
 
 Each series gets its own OSC key (``workload/iteration/osc``), so per-OSC tuner state never
 leaks between recordings.
+
+What replay can and cannot judge: a tuner that proposes from the current interval's statistics
+(DIAL) is scored fairly, because its proposal depends only on what was recorded.  A tuner that
+climbs from its own previous step (IOPathTune) is not: its steps never take effect in a
+recording, the configuration it sees in force is the collector's random one, so between its
+decisions it "keeps" a random configuration and scores about what a random configuration scores.
+Judge such tuners on the simulator (``pfstune sim run --tuner``, ``benchmarks/iopathtune``).
 """
 
 from __future__ import annotations
