@@ -10,7 +10,8 @@ from pfstune.sim.scenario import TUNABLES
 from pfstune.units import parse_duration
 
 
-def _duration(text: str) -> str:
+def duration_text(text: str) -> str:
+    """argparse type for a duration (``20s``, ``500ms``): checked here, kept as text for the scenario."""
     try:
         parse_duration(text)
     except UserError as err:
@@ -32,6 +33,26 @@ def _assignment(text: str) -> tuple[str, str]:
     return tunable_name(name), value
 
 
+def positive_int(text: str) -> int:
+    """argparse type for a positive integer (``--jobs``, ``--threads``)."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
+
+
+def add_tuner_option_argument(parser: argparse.ArgumentParser) -> None:
+    """``--tuner-option KEY=VALUE`` (repeatable), collected in ``args.tuner_options``."""
+    parser.add_argument(
+        "--tuner-option",
+        dest="tuner_options",
+        type=key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the tuner, e.g. period=10 for iopathtune (repeatable)",
+    )
+
+
 def key_value(text: str) -> tuple[str, str]:
     """argparse type for ``KEY=VALUE`` options (``--tuner-option period=10``)."""
     key, sep, value = text.partition("=")
@@ -45,7 +66,7 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
     parser.add_argument("--seed", type=int, metavar="N", help="random seed (default: the scenario's)")
     parser.add_argument(
-        "--duration", type=_duration, metavar="D", help="simulated duration, e.g. 20s (default: the scenario's)"
+        "--duration", type=duration_text, metavar="D", help="simulated duration, e.g. 20s (default: the scenario's)"
     )
     parser.add_argument(
         "--set",

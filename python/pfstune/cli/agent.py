@@ -15,7 +15,7 @@ from types import FrameType
 
 from pfstune.agent import Agent, TickListener
 from pfstune.backends._base import Backend
-from pfstune.cli._common import key_value
+from pfstune.cli._common import add_tuner_option_argument
 from pfstune.config import DEFAULT_CONFIG, AgentOptions, resolve
 from pfstune.errors import UserError
 from pfstune.logs import setup_json_logging
@@ -121,15 +121,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             help=f"{option.metadata['help']} (default: {shown.get(option.name, option.default)})",
         )
     parser.add_argument("--dry-run", action="store_const", const=True, default=None, help="print, do not write")
-    parser.add_argument(
-        "--tuner-option",
-        dest="tuner_options",
-        type=key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an option of the tuner (repeatable)",
-    )
+    add_tuner_option_argument(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON summary of the run on exit")
     parser.set_defaults(func=main)
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
+from pfstune.cli._common import duration_text, positive_int
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.collect import collect, plan_runs
-from pfstune.errors import UserError
-from pfstune.units import parse_duration
 
 
 def _seeds(text: str) -> list[int]:
@@ -19,20 +18,6 @@ def _seeds(text: str) -> list[int]:
     if not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of distinct non-negative integers, e.g. 1,2,3")
     return seeds
-
-
-def _duration(text: str) -> str:
-    try:
-        parse_duration(text)
-    except UserError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return text
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,15 +37,15 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     seeds = parser.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=_seeds, metavar="N,N,...", help="seeds to run each scenario with")
-    seeds.add_argument("--repeat", type=_positive, metavar="N", help="run each scenario with seeds 1..N")
+    seeds.add_argument("--repeat", type=positive_int, metavar="N", help="run each scenario with seeds 1..N")
     parser.add_argument(
         "--duration",
-        type=_duration,
+        type=duration_text,
         metavar="D",
         help="simulated duration of every run, e.g. 120s (default: each scenario's)",
     )
     parser.add_argument(
-        "--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
+        "--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
     )
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
     parser.set_defaults(func=main)

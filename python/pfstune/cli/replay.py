@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pfstune.cli._common import key_value
+from pfstune.cli._common import add_tuner_option_argument
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
 from pfstune.replay import load_recording, replay
@@ -27,9 +27,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("dataset", nargs="+", metavar="DATASET", help="Parquet file(s)")
     parser.add_argument("--tuner", required=True, metavar="NAME", help=f"one of {', '.join(sorted(TUNERS))}")
     parser.add_argument("--model", metavar="MODELDIR", help="model directory (tuners with a model, e.g. dial)")
-    parser.add_argument(
-        "--tuner-option", dest="tuner_options", type=key_value, action="append", default=[], metavar="KEY=VALUE"
-    )
+    add_tuner_option_argument(parser)
     parser.add_argument("--out", type=Path, metavar="DECISIONS.parquet", help="write one decision per input row")
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(func=main)

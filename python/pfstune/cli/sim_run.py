@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pfstune.cli._common import add_scenario_arguments, key_value, scenario_overrides
+from pfstune.cli._common import add_scenario_arguments, add_tuner_option_argument, scenario_overrides
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.runs import simulate
 from pfstune.sim.scenario import load_scenario
@@ -28,15 +28,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="NAME",
         help=f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; default: none)",
     )
-    parser.add_argument(
-        "--tuner-option",
-        dest="tuner_options",
-        type=key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="an option of the tuner, e.g. period=10 (repeatable)",
-    )
+    add_tuner_option_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=main)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from pfstune.cli._common import add_scenario_arguments, scenario_overrides, tunable_name
+from pfstune.cli._common import add_scenario_arguments, positive_int, scenario_overrides, tunable_name
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
 from pfstune.sim.scenario import read_scenario_text
@@ -21,12 +21,6 @@ def _param(text: str) -> tuple[str, list[int]]:
     if not sep or not numbers:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=V1,V2,... with integer values")
     return tunable_name(name), numbers
-
-
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,7 +46,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="values of one tunable, e.g. osc.max_pages_per_rpc=16,256 (repeatable; product)",
     )
     parser.add_argument(
-        "--jobs", type=_positive, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
+        "--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=main)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pfstune.cli._common import positive_int
 from pfstune.cli._output import format_table, print_json
 from pfstune.errors import UserError
 
@@ -44,12 +45,6 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
-    return int(text)
-
-
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``train``."""
     parser = subparsers.add_parser(
@@ -79,8 +74,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "the AUC, before the saved model is fit on everything (0: skip; default %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
-    parser.add_argument("--threads", type=_positive, default=2, metavar="N", help="LightGBM threads (default 2)")
-    parser.add_argument("--rounds", type=_positive, metavar="N", help="boosting rounds per classifier")
+    parser.add_argument("--threads", type=positive_int, default=2, metavar="N", help="LightGBM threads (default 2)")
+    parser.add_argument("--rounds", type=positive_int, metavar="N", help="boosting rounds per classifier")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=main)
 
