@@ -81,11 +81,9 @@ def _config_of(osc: OscSnapshot) -> Config | None:
     return {param: int(value) for param, value in values.items() if isinstance(value, int)}
 
 
-def _llite_of(snapshot: Snapshot, osc: str) -> LliteSnapshot | None:
-    for llite in snapshot["llite"].values():
-        if osc in llite.get("osc", []):
-            return llite
-    return None
+def _llites_by_osc(snapshot: Snapshot) -> dict[str, LliteSnapshot]:
+    """Each OSC's llite instance (mount), built once per snapshot: a per-OSC scan would be quadratic."""
+    return {osc: llite for llite in snapshot["llite"].values() for osc in llite.get("osc", [])}
 
 
 class Agent:
@@ -119,6 +117,8 @@ class Agent:
         probed = time.perf_counter()
         report = TickReport(time=snapshot["time"])
         previous = self._previous
+        llites = _llites_by_osc(snapshot)
+        previous_llites = _llites_by_osc(previous) if previous is not None else {}
         names: list[str] = []
         configs: list[Config] = []
         raws: list[dict[str, float]] = []  # stage 1 per OSC; stage 2 runs once for the batch
@@ -141,8 +141,8 @@ class Agent:
                     interval_counters(
                         before,
                         osc,
-                        _llite_of(previous, name),
-                        _llite_of(snapshot, name),
+                        previous_llites.get(name),
+                        llites.get(name),
                         snapshot["time"] - previous["time"],
                         prev_interval=self._intervals.get(name),
                     )
