@@ -11,6 +11,7 @@ import pytest
 from pfstune.cli.main import main
 from pfstune.features import RAW_COLUMNS
 from pfstune.replay import load_recording, replay, value_table
+from pfstune.tuners import make_tuner
 from pfstune.tuners._base import Config, Context, Tuner
 from pfstune.tuners.default import DefaultTuner
 from tests.conftest import SHARED
@@ -120,3 +121,18 @@ def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     _recording().drop(columns=["cur_grant_bytes"]).to_parquet(bad)
     assert main(["replay", str(bad), "--tuner", "default"]) == 2
     assert "missing columns" in capsys.readouterr().err
+    assert main(["replay", str(bad), "--tuner", "oracle"]) == 2
+    assert "scores 1.0 by definition" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tuner", ["bandit", "bayesopt"])
+def test_online_learners_beat_random_proposals_on_recorded_data(tuner: str) -> None:
+    """They learn from the recorded intervals alone (no training) and propose better than chance."""
+    data = pd.read_parquet(DEV)
+    rows = data[data["iteration"].isin([1, 2]) & (data["workload"].astype(str) == "rnd_r_1_io_16m")]
+    rows = rows.reset_index(drop=True)
+    for column in ("workload", "osc"):
+        rows[column] = rows[column].astype(str)
+    learned = replay(rows, make_tuner(tuner)).summary()
+    chance = replay(rows, make_tuner("random")).summary()
+    assert learned["mean_score"] > chance["mean_score"] + 0.05

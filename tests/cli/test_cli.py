@@ -71,7 +71,10 @@ def test_missing_scenario_file_is_a_user_error(tmp_path: Path) -> None:
 
 def test_unknown_tuner(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "run", str(small_scenario), "--tuner", "nope"]) == 2
-    assert capsys.readouterr().err == "pfstune: error: unknown tuner 'nope'; known: default, dial, iopathtune, random\n"
+    assert (
+        capsys.readouterr().err
+        == "pfstune: error: unknown tuner 'nope'; known: bandit, bayesopt, default, dial, iopathtune, oracle, random\n"
+    )
 
 
 def test_unknown_tunable_in_set(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:

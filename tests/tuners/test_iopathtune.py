@@ -81,5 +81,5 @@ def test_bad_options_are_user_errors(options: dict[str, str]) -> None:
 
 
 def test_unknown_tuner_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="known: default, dial, iopathtune, random"):
+    with pytest.raises(UserError, match="known: bandit, bayesopt, default, dial, iopathtune, oracle, random"):
         make_tuner("nope")

@@ -38,6 +38,11 @@ def main(args: argparse.Namespace) -> int:
     options = dict(args.tuner_options)
     if args.model:
         options["model"] = args.model
+    if args.tuner == "oracle" and not options:
+        raise UserError(
+            "the oracle is replay's yardstick: every score is value(proposal) / value(best configuration "
+            "of the workload), so the oracle scores 1.0 by definition"
+        )
     tuner = make_tuner(args.tuner, options)
     data = load_recording(args.dataset)
     if args.out is not None and not args.out.parent.is_dir():

@@ -6,9 +6,9 @@ import argparse
 
 from pfstune.cli._common import add_scenario_arguments, add_tuner_option_argument, scenario_overrides
 from pfstune.cli._output import ProgressBar, format_table, print_json
-from pfstune.runs import simulate
+from pfstune.runs import check_tuner_choice, simulate
 from pfstune.sim.scenario import load_scenario
-from pfstune.tuners import TUNERS, make_tuner
+from pfstune.tuners import TUNERS
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,7 +26,10 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "--tuner",
         default="default",
         metavar="NAME",
-        help=f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; default: none)",
+        help=(
+            f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; "
+            "default: none); oracle sweeps the dial99 grid first (99 runs) and reports the best static one"
+        ),
     )
     add_tuner_option_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -36,7 +39,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 def main(args: argparse.Namespace) -> int:
     """Run the scenario and print the result."""
     options = dict(args.tuner_options)
-    make_tuner(args.tuner, options)  # a bad name or option fails before the scenario is loaded
+    check_tuner_choice(args.tuner, options)  # a bad name or option fails before the scenario is loaded
     scenario = load_scenario(args.scenario, scenario_overrides(args))
     with ProgressBar(scenario.duration_ns / 1e9, "simulating", "s", enabled=not args.json) as bar:
         result = simulate(scenario, args.tuner, options, progress=bar.update)
@@ -55,5 +58,13 @@ def main(args: argparse.Namespace) -> int:
         ["OSC RPC bytes", f"{result['osc_mbps']:.1f} MB/s"],
         ["decisions", str(result["decisions"])],
     ]
+    if "oracle_config" in result:
+        rows.append(["oracle sweep", f"{result['sweep_runs']} runs in {result['sweep_wall_seconds']:.1f} s"])
+        rows.append(
+            [
+                "oracle configuration",
+                ", ".join(f"{k.partition('.')[2]}={v}" for k, v in result["oracle_config"].items()),
+            ]
+        )
     print(format_table(["metric", "value"], rows))
     return 0

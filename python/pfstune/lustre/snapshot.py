@@ -95,11 +95,14 @@ DEFAULT_FILES: frozenset[str] = frozenset(
     [f"osc.{name}" for name in OSC_FILES] + [f"llite.{name}" for name in LLITE_FILES]
 )
 
-#: What the tuning agent needs per OSC and nothing else (7 files per OSC, no llite file, no
-#: import): the RPC histograms and counters, the two tuned parameters, and the dirty-cache and
-#: grant state that bound write RPCs.  ``osc.stats`` is in debugfs, so it needs root.
+#: What the tuning agent needs and nothing else (7 files per OSC, one per mount, no import):
+#: the RPC histograms and counters, the two tuned parameters, the dirty-cache and grant state
+#: that bound write RPCs, and the mount's ``stats`` for the application's request sizes (DIAL's
+#: ``llite_stats_*`` features; without it the model would see NaN where it was trained on
+#: values).  ``osc.stats`` and ``llite.stats`` are in debugfs, so they need root.
 MINIMAL_FILES: frozenset[str] = frozenset(
     {
+        "llite.stats",
         "osc.rpc_stats",
         "osc.stats",
         "osc.max_pages_per_rpc",

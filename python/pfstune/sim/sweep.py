@@ -12,13 +12,15 @@ the whole run (a *static* configuration).  The empty configuration is Lustre's d
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from pfstune.sim.engine import Engine
-from pfstune.sim.scenario import parse_scenario
+from pfstune.sim.scenario import Scenario, parse_scenario
 
 #: Named grids of static configurations.  dial99 is the 11 x 9 grid of DIAL (seed 000).
 GRIDS: dict[str, dict[str, list[int]]] = {
@@ -46,9 +48,37 @@ def _with_config(overrides: Mapping[str, Any], config: Config) -> dict[str, Any]
 
 def run_config(text: str, source: str, overrides: Mapping[str, Any], config: Config) -> dict[str, Any]:
     """Run the scenario (YAML ``text``) to its end under ``config``; return :meth:`Engine.result`."""
-    engine = Engine(parse_scenario(text, source, _with_config(overrides, config)))
+    return run_scenario(parse_scenario(text, source, _with_config(overrides, config)))
+
+
+def run_scenario(scenario: Scenario) -> dict[str, Any]:
+    """Run ``scenario`` to its end; return :meth:`Engine.result` (a worker process's job)."""
+    engine = Engine(scenario)
     engine.run()
     return engine.result()
+
+
+def with_tunables(scenario: Scenario, config: Config) -> Scenario:
+    """``scenario`` with ``config`` applied on top of its initial tunables."""
+    return dataclasses.replace(scenario, tunables={**scenario.tunables, **{k: str(v) for k, v in config.items()}})
+
+
+def run_all(
+    scenarios: Sequence[Scenario], jobs: int, on_done: Callable[[int, int], None] | None = None
+) -> list[dict[str, Any]]:
+    """:func:`run_scenario` for each scenario in up to ``jobs`` worker processes, results in order."""
+    results: list[dict[str, Any]] = [{} for _ in scenarios]
+    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(scenarios)))) as pool:
+        futures = {pool.submit(run_scenario, scenario): i for i, scenario in enumerate(scenarios)}
+        try:
+            for finished, future in enumerate(as_completed(futures), 1):
+                results[futures[future]] = future.result()
+                if on_done is not None:
+                    on_done(finished, len(scenarios))
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+    return results
 
 
 def sweep(
@@ -66,20 +96,32 @@ def sweep(
     [{"config", "mbps", "osc_mbps", "read_mbps", "write_mbps"}, ...]}`` in the order of
     ``configs``; ``on_done(finished, total)`` is called as runs finish.
     """
-    name = ""
-    for config in configs:
-        name = parse_scenario(text, source, _with_config(overrides, config)).name
-    results: list[dict[str, Any]] = [{} for _ in configs]
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(configs)))) as pool:
-        futures = {pool.submit(run_config, text, source, overrides, config): i for i, config in enumerate(configs)}
-        try:
-            for finished, future in enumerate(as_completed(futures), 1):
-                i = futures[future]
-                result = future.result()
-                results[i] = {"config": dict(configs[i]), **{key: result[key] for key in RESULT_KEYS}}
-                if on_done is not None:
-                    on_done(finished, len(configs))
-        except BaseException:
-            pool.shutdown(cancel_futures=True)
-            raise
-    return {"scenario": name, "results": results}
+    scenarios = [parse_scenario(text, source, _with_config(overrides, config)) for config in configs]
+    name = scenarios[-1].name if scenarios else ""
+    results = run_all(scenarios, jobs, on_done)
+    return {
+        "scenario": name,
+        "results": [
+            {"config": dict(config), **{key: result[key] for key in RESULT_KEYS}}
+            for config, result in zip(configs, results, strict=True)
+        ],
+    }
+
+
+def best_static(
+    scenario: Scenario,
+    grid: str = "dial99",
+    jobs: int | None = None,
+    on_done: Callable[[int, int], None] | None = None,
+) -> tuple[Config, dict[str, Any], list[dict[str, Any]]]:
+    """The oracle: the static configuration of ``grid`` under which ``scenario`` moves the most data.
+
+    Runs the scenario once per configuration (in ``jobs`` processes, default one per core) and
+    returns the winner by application throughput (``mbps``; ties: the first in grid order), its
+    full :meth:`Engine.result`, and the ``sim sweep`` rows of every configuration.
+    """
+    configs = grid_configs(GRIDS[grid])
+    results = run_all([with_tunables(scenario, c) for c in configs], jobs or os.cpu_count() or 1, on_done)
+    best = max(range(len(configs)), key=lambda i: (results[i]["mbps"], -i))
+    rows = [{"config": dict(c), **{key: r[key] for key in RESULT_KEYS}} for c, r in zip(configs, results, strict=True)]
+    return dict(configs[best]), results[best], rows

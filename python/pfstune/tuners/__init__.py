@@ -11,16 +11,22 @@ from collections.abc import Callable, Mapping
 
 from pfstune.errors import UserError
 from pfstune.tuners._base import Tuner
+from pfstune.tuners.bandit import BanditTuner
+from pfstune.tuners.bayesopt import BayesOptTuner
 from pfstune.tuners.default import DefaultTuner
 from pfstune.tuners.dial import DialTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
+from pfstune.tuners.oracle import OracleTuner
 from pfstune.tuners.random import RandomTuner
 
 #: Every tuner by its ``--tuner`` name.
 TUNERS: dict[str, Callable[..., Tuner]] = {
+    BanditTuner.name: BanditTuner,
+    BayesOptTuner.name: BayesOptTuner,
     DefaultTuner.name: DefaultTuner,
     DialTuner.name: DialTuner,
     IOPathTuneTuner.name: IOPathTuneTuner,
+    OracleTuner.name: OracleTuner,
     RandomTuner.name: RandomTuner,
 }
 
