@@ -162,7 +162,11 @@ def check_state_round_trip(factory: Callable[[], Tuner]) -> None:
 
 
 def check_independent_oscs(factory: Callable[[], Tuner]) -> None:
-    """What one OSC sees does not change what the tuner suggests for another."""
+    """What one OSC sees does not change what the tuner suggests for another with another workload.
+
+    (A tuner may pool what OSCs with the *same* access pattern teach, as the bandit does; the
+    two OSCs here differ in operation, optimum and load.)
+    """
     alone, shared = factory(), factory()
     quiet = SyntheticOsc({"max_pages_per_rpc": 16, "max_rpcs_in_flight": 2}, peak_mbps=50.0, write=True)
     busy = SyntheticOsc()
