@@ -16,9 +16,10 @@ import dataclasses
 import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
+from pfstune.executor import open_executor
+from pfstune.executor import run_all as run_each
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import Scenario, parse_scenario
 
@@ -64,21 +65,14 @@ def with_tunables(scenario: Scenario, config: Config) -> Scenario:
 
 
 def run_all(
-    scenarios: Sequence[Scenario], jobs: int, on_done: Callable[[int, int], None] | None = None
+    scenarios: Sequence[Scenario],
+    jobs: int | None = None,
+    on_done: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`run_scenario` for each scenario in up to ``jobs`` worker processes, results in order."""
-    results: list[dict[str, Any]] = [{} for _ in scenarios]
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(scenarios)))) as pool:
-        futures = {pool.submit(run_scenario, scenario): i for i, scenario in enumerate(scenarios)}
-        try:
-            for finished, future in enumerate(as_completed(futures), 1):
-                results[futures[future]] = future.result()
-                if on_done is not None:
-                    on_done(finished, len(scenarios))
-        except BaseException:
-            pool.shutdown(cancel_futures=True)
-            raise
-    return results
+    """:func:`run_scenario` for each scenario on ``jobs`` local processes or a Dask ``scheduler``."""
+    with open_executor(min(jobs or os.cpu_count() or 1, max(1, len(scenarios))), scheduler) as executor:
+        return run_each(executor, run_scenario, [(scenario,) for scenario in scenarios], on_done)
 
 
 def sweep(

@@ -1,0 +1,254 @@
+"""Scenarios x tuners x seeds: plan the runs, execute them on an executor, aggregate the results.
+
+- **Runs.** Every (scenario, seed, tuner) is one :func:`pfstune.bench.runs.tuned_run`.  The
+  ``oracle`` is the best static dial99 configuration of that scenario and seed: its 99 static
+  runs (:func:`pfstune.sim.sweep.run_scenario`) go to the executor with the other tuners' runs,
+  then the winner runs once more with the agent in the loop so that it has a time series too.
+- **Aggregates** per scenario and tuner, over seeds: mean application MB/s and its spread
+  (sample standard deviation, min, max); the mean of per-seed ratios to the oracle and to the
+  default; the mean decision time per tick.
+- **Convergence** after each phase change (a job starting or stopping, and t = 0): the
+  simulated seconds from the change until the tuner's OSC throughput, averaged over the last
+  :data:`WINDOW_S`, first reaches 95% of the oracle's mean OSC throughput over that phase (None:
+  never within the phase).  The oracle is the best *static* configuration for the whole run, so
+  this measures "as good as the best single configuration", not the best one for each phase.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from pfstune.bench.runs import tuned_run
+from pfstune.errors import UserError
+from pfstune.executor import open_executor, run_all
+from pfstune.sim.scenario import Scenario, parse_scenario, read_scenario_text
+from pfstune.sim.sweep import GRIDS, grid_configs, run_scenario, with_tunables
+from pfstune.tuners import TUNERS, make_tuner
+
+#: Convergence: the window the throughput is averaged over, and the share of the oracle to reach.
+WINDOW_S = 1.0
+CONVERGED = 0.95
+
+
+@dataclass(frozen=True)
+class BenchScenario:
+    """A scenario file as the bench runs it."""
+
+    path: str
+    text: str
+    overrides: dict[str, Any]  # without the seed
+
+    def with_seed(self, seed: int) -> dict[str, Any]:
+        return {**self.overrides, "seed": seed}
+
+    def load(self, seed: int) -> Scenario:
+        return parse_scenario(self.text, self.path, self.with_seed(seed))
+
+
+def phase_starts(scenario: Scenario) -> list[float]:
+    """Times (s) at which the set of running jobs changes, 0 included, before the end."""
+    end = scenario.duration_ns
+    times = {0} | {t for job in scenario.jobs for t in (job.start_ns, job.stop_ns) if 0 < t < end}
+    return [t / 1e9 for t in sorted(times)]
+
+
+def convergence(
+    series: Mapping[str, Sequence[float]], reference: Mapping[str, Sequence[float]], starts: Sequence[float], end: float
+) -> list[float | None]:
+    """Per phase: seconds until ``series`` reaches 95% of ``reference``'s phase mean (see module docstring)."""
+    times, values = list(series["time"]), list(series["osc_mbps"])
+    ref_times, ref_values = list(reference["time"]), list(reference["osc_mbps"])
+    out: list[float | None] = []
+    for i, start in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else end
+        phase_ref = [v for t, v in zip(ref_times, ref_values, strict=True) if start < t <= stop]
+        target = CONVERGED * statistics.fmean(phase_ref) if phase_ref else 0.0
+        found: float | None = None
+        if target > 0:
+            for t in times:
+                if not start < t <= stop:
+                    continue
+                window = [v for u, v in zip(times, values, strict=True) if max(start, t - WINDOW_S) < u <= t]
+                if window and statistics.fmean(window) >= target:
+                    found = t - start
+                    break
+        else:
+            found = 0.0  # nothing to reach in an idle phase
+        out.append(found)
+    return out
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    return {
+        "mean": statistics.fmean(values),
+        "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+        "min": min(values),
+        "max": max(values),
+    }
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present and len(present) == len(values) else None
+
+
+def check_tuners(tuners: Sequence[str], options: Mapping[str, Mapping[str, str]]) -> None:
+    """Fail now, before hours of runs, if a tuner name or option is wrong."""
+    if not tuners:
+        raise UserError("--tuners: give at least one tuner")
+    for name in tuners:
+        if name not in TUNERS:
+            raise UserError(f"unknown tuner {name!r}; known: {', '.join(sorted(TUNERS))}")
+        if name != "oracle":
+            make_tuner(name, options.get(name))
+
+
+def run_bench(
+    scenario_paths: Sequence[str],
+    tuners: Sequence[str],
+    seeds: Sequence[int],
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    options: Mapping[str, Mapping[str, str]] | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run every scenario under every tuner with every seed; return the full bench document."""
+    options = options or {}
+    check_tuners(tuners, options)
+    if not seeds:
+        raise UserError("--seeds: give at least one seed")
+    scenarios = [BenchScenario(path, read_scenario_text(path), dict(overrides or {})) for path in scenario_paths]
+    loaded = {(s.path, seed): s.load(seed) for s in scenarios for seed in seeds}  # validates every file now
+    configs = grid_configs(GRIDS["dial99"])
+    tuned = [(s, seed, t) for s in scenarios for seed in seeds for t in tuners if t != "oracle"]
+    sweeps = [(s, seed) for s in scenarios for seed in seeds] if "oracle" in tuners else []
+    total = len(tuned) + len(sweeps) * (len(configs) + 1)
+    done = [0]
+
+    def tick(_finished: int, _total: int) -> None:
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total)
+
+    with open_executor(jobs, scheduler) as executor:
+        first = _run_units(executor, tuned, sweeps, loaded, configs, options, tick)
+        records: list[dict[str, Any]] = first["records"]
+        oracle_configs: dict[tuple[str, int], dict[str, int]] = {}
+        for key, results in first["sweeps"].items():
+            best = max(range(len(configs)), key=lambda i: (results[i]["mbps"], -i))
+            oracle_configs[key] = dict(configs[best])
+        oracle_units = [
+            (
+                s.text,
+                s.path,
+                s.with_seed(seed),
+                "oracle",
+                {p.partition(".")[2]: str(v) for p, v in oracle_configs[(s.path, seed)].items()},
+            )
+            for s, seed in sweeps
+        ]
+        records += run_all(executor, tuned_run, oracle_units, tick)
+    return _aggregate(scenarios, seeds, tuners, loaded, records, oracle_configs)
+
+
+def _run_units(
+    executor: Executor,
+    tuned: Sequence[tuple[BenchScenario, int, str]],
+    sweeps: Sequence[tuple[BenchScenario, int]],
+    loaded: Mapping[tuple[str, int], Scenario],
+    configs: Sequence[dict[str, int]],
+    options: Mapping[str, Mapping[str, str]],
+    tick: Callable[[int, int], None],
+) -> dict[str, Any]:
+    """The tuned runs and every static run of the oracle's sweeps, submitted together."""
+    units: list[tuple[str, tuple[Any, ...]]] = [
+        ("tuned", (s.text, s.path, s.with_seed(seed), tuner, dict(options.get(tuner, {})))) for s, seed, tuner in tuned
+    ]
+    for s, seed in sweeps:
+        units += [("static", (with_tunables(loaded[(s.path, seed)], config),)) for config in configs]
+    results = run_all(executor, _unit, units, tick)
+    records = [r for (kind, _), r in zip(units, results, strict=True) if kind == "tuned"]
+    static = iter(r for (kind, _), r in zip(units, results, strict=True) if kind == "static")
+    by_sweep = {(s.path, seed): [next(static) for _ in configs] for s, seed in sweeps}
+    return {"records": records, "sweeps": by_sweep}
+
+
+def _unit(kind: str, args: tuple[Any, ...]) -> dict[str, Any]:
+    """One unit of work on a worker: a tuned run or a static run of a sweep."""
+    return tuned_run(*args) if kind == "tuned" else run_scenario(*args)
+
+
+def _aggregate(
+    scenarios: Sequence[BenchScenario],
+    seeds: Sequence[int],
+    tuners: Sequence[str],
+    loaded: Mapping[tuple[str, int], Scenario],
+    records: Sequence[dict[str, Any]],
+    oracle_configs: Mapping[tuple[str, int], dict[str, int]],
+) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    for s in scenarios:
+        first = loaded[(s.path, seeds[0])]
+        starts = phase_starts(first)
+        end = first.duration_ns / 1e9
+        mine = {(r["seed"], r["tuner"]): r for r in records if r["file"] == s.path}
+        results: dict[str, Any] = {}
+        for tuner in tuners:
+            per_seed = [mine[(seed, tuner)] for seed in seeds if (seed, tuner) in mine]
+            if not per_seed:
+                continue
+            spread = _stats([r["mbps"] for r in per_seed])
+            entry: dict[str, Any] = {
+                "runs": len(per_seed),
+                "mbps": spread["mean"],
+                "mbps_std": spread["std"],
+                "mbps_min": spread["min"],
+                "mbps_max": spread["max"],
+            }
+            entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
+            entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
+            for baseline in ("oracle", "default"):
+                ratios = [
+                    r["mbps"] / mine[(r["seed"], baseline)]["mbps"]
+                    for r in per_seed
+                    if (r["seed"], baseline) in mine and mine[(r["seed"], baseline)]["mbps"] > 0
+                ]
+                entry[f"vs_{baseline}"] = statistics.fmean(ratios) if len(ratios) == len(per_seed) else None
+            if all((r["seed"], "oracle") in mine for r in per_seed):
+                per_phase = [
+                    convergence(r["series"], mine[(r["seed"], "oracle")]["series"], starts, end) for r in per_seed
+                ]
+                entry["convergence_s"] = [_mean_or_none([p[i] for p in per_phase]) for i in range(len(starts))]
+            results[tuner] = entry
+        for r in sorted(mine.values(), key=lambda r: (r["seed"], tuners.index(r["tuner"]))):
+            oracle = mine.get((r["seed"], "oracle"))
+            runs.append({**r, "vs_oracle": r["mbps"] / oracle["mbps"] if oracle and oracle["mbps"] > 0 else None})
+        out.append(
+            {
+                "name": first.name,
+                "file": s.path,
+                "duration_s": end,
+                "phase_starts_s": starts,
+                "oracle_configs": {
+                    str(seed): oracle_configs[(s.path, seed)] for seed in seeds if (s.path, seed) in oracle_configs
+                },
+                "results": results,
+            }
+        )
+    return {"seeds": list(seeds), "tuners": list(tuners), "scenarios": out, "runs": runs}
+
+
+def summary(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--json`` document: everything but the per-run time series and trajectories."""
+    return {key: value for key, value in document.items() if key != "runs"} | {
+        "runs": [{k: v for k, v in r.items() if k not in ("series", "trajectories")} for r in document["runs"]]
+    }
+
+

@@ -1,0 +1,67 @@
+"""One benchmark run: a scenario under a tuner, with its throughput and configurations over time.
+
+:func:`tuned_run` is what an executor's worker runs (a top-level function of plain arguments, so
+local processes and Dask workers can both call it).  The agent drives the sim backend as in
+``pfstune sim run --tuner``; a listener records every tick:
+
+- ``series``: time (s) and the OSC RPC throughput summed over every OSC (MB/s) of each interval;
+- ``trajectories``: ``max_pages_per_rpc`` and ``max_rpcs_in_flight`` in force on the OSCs that
+  carried the most data (up to :data:`TRACKED_OSCS`), tick by tick;
+- ``decide_ms``: the tuner's mean decision time per tick (wall clock), the overhead a tuner adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pfstune.agent import TickReport
+from pfstune.runs import simulate
+from pfstune.sim.scenario import parse_scenario
+
+#: How many OSCs' configuration trajectories a run keeps (the busiest ones).
+TRACKED_OSCS = 3
+
+
+def tuned_run(
+    text: str, source: str, overrides: Mapping[str, Any], tuner: str, options: Mapping[str, str]
+) -> dict[str, Any]:
+    """Run the scenario (YAML ``text`` with ``overrides``) under ``tuner``; return its record."""
+    scenario = parse_scenario(text, source, overrides)
+    times: list[float] = []
+    totals: list[float] = []
+    configs: list[dict[str, tuple[int, int]]] = []
+    carried: dict[str, float] = {}
+    decide: list[float] = []
+
+    def listen(report: TickReport) -> None:
+        if not report.mbps:  # the first probe: no interval yet
+            return
+        times.append(report.time)
+        totals.append(sum(report.mbps.values()))
+        for osc, mbps in report.mbps.items():
+            carried[osc] = carried.get(osc, 0.0) + mbps
+        configs.append(
+            {osc: (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) for osc, c in report.configs.items()}
+        )
+        decide.append(report.decide_seconds)
+
+    result = simulate(scenario, tuner, dict(options) or None, listeners=[listen])
+    busiest = sorted(carried, key=lambda osc: (-carried[osc], osc))[:TRACKED_OSCS]
+    return {
+        "scenario": scenario.name,
+        "file": source,
+        "seed": scenario.seed,
+        "tuner": tuner,
+        "options": dict(options),
+        **{key: result[key] for key in ("mbps", "read_mbps", "write_mbps", "osc_mbps", "decisions")},
+        "decide_ms": 1e3 * sum(decide) / len(decide) if decide else 0.0,
+        "series": {"time": times, "osc_mbps": totals},
+        "trajectories": {
+            osc: {
+                "max_pages_per_rpc": [tick.get(osc, (0, 0))[0] for tick in configs],
+                "max_rpcs_in_flight": [tick.get(osc, (0, 0))[1] for tick in configs],
+            }
+            for osc in busiest
+        },
+    }
