@@ -2,7 +2,7 @@
 
 One :class:`Agent` manages every selected client OSC of a node (or of every client of a
 simulation): each tick it probes the backend, turns the last two snapshots of each OSC into a
-feature row (:func:`pfstune.features.osc_features`, the one feature path), lets the tuner observe
+feature row (:func:`pfstune.features.osc_features_many`, the one feature path), lets the tuner observe
 that interval and suggest the next configuration (all OSCs in one batch), and applies the
 changes.  A refused or failed write is logged and counted; it never stops the loop.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pfstune.backends._base import Backend
-from pfstune.features import derive_many, interval_counters, osc_throughput_mbps
+from pfstune.features import OscInterval, osc_features_many, osc_throughput_mbps
 from pfstune.lustre.limits import ActuatorError
 from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
 from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner
@@ -121,7 +121,8 @@ class Agent:
         previous_llites = _llites_by_osc(previous) if previous is not None else {}
         names: list[str] = []
         configs: list[Config] = []
-        raws: list[dict[str, float]] = []  # stage 1 per OSC; stage 2 runs once for the batch
+        observed: list[int] = []  # the OSCs seen in both snapshots: features for all of them at once
+        intervals: list[OscInterval] = []
         for name, osc in snapshot["osc"].items():
             if not fnmatch.fnmatchcase(name, self.osc_glob):
                 continue
@@ -137,24 +138,21 @@ class Agent:
             report.configs[name] = config
             before = previous["osc"].get(name) if previous else None
             if previous is not None and before is not None:
-                raws.append(
-                    interval_counters(
+                observed.append(len(names) - 1)
+                intervals.append(
+                    OscInterval(
                         before,
                         osc,
                         previous_llites.get(name),
                         llites.get(name),
                         snapshot["time"] - previous["time"],
-                        prev_interval=self._intervals.get(name),
+                        self._intervals.get(name),
                     )
                 )
-            else:
-                raws.append({})
         report.oscs = len(names)
-        observed = [i for i, raw in enumerate(raws) if raw]
-        derived = derive_many([raws[i] for i in observed]) if observed else []
         rows: list[dict[str, float]] = [{} for _ in names]
-        for i, extra in zip(observed, derived, strict=True):
-            rows[i] = {**raws[i], **extra}
+        for i, row in zip(observed, osc_features_many(intervals), strict=True):
+            rows[i] = row
         contexts: list[Context] = []
         for name, config, row in zip(names, configs, rows, strict=True):
             if row:

@@ -304,7 +304,8 @@ class Prober:
         entry: dict[str, Any] = {}
         for param, path in device.files.items():
             try:
-                with open(path, "rb") as file:
+                # Unbuffered: one read of the whole (small) file, without a BufferedReader to set up.
+                with open(path, "rb", buffering=0) as file:
                     data = file.read()
             except (FileNotFoundError, NotADirectoryError):
                 self._stale = True
@@ -322,7 +323,10 @@ class Prober:
                 continue
             problems: list[str] = []
             try:
-                parts = parse_param(param, data.decode("utf-8", "replace"), problems)
+                if param in STRUCTURED_FILES:
+                    parts = parse_param(param, data.decode("utf-8", "replace"), problems)
+                else:  # a one-line value (most files): what parse_param and merge_param would do
+                    value = parse_scalar(data.decode("utf-8", "replace"))
             except ParseError as err:
                 self._warn(path, "parse", f"{path}: {err}; left out")
                 continue
@@ -331,7 +335,12 @@ class Prober:
                 continue
             if self._warned:
                 self._clear(path)
-            merge_param(entry, parts)
+            if param in STRUCTURED_FILES:
+                merge_param(entry, parts)
+            elif "tunables" in entry:
+                entry["tunables"][param] = value
+            else:
+                entry["tunables"] = {param: value}
         if self._warned:
             self._clear(device.name)
         return entry

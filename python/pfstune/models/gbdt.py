@@ -39,6 +39,7 @@ from pfstune.datasets import CANDIDATE_COLUMNS, EPSILON, OPS, file_sha256
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS
 from pfstune.models._base import CANDIDATE_PARAMS, DIAL99, METADATA_FILE, Config, Model
+from pfstune.models.forest import CandidateForest
 
 __all__ = ["CANDIDATE_FEATURES", "DEFAULT_PARAMS", "GBDTModel"]
 
@@ -51,6 +52,12 @@ CANDIDATE_FEATURES: tuple[str, ...] = (
     "candidate_max_rpcs_in_flight",
     "candidate_log2_mppr_change",
     "candidate_log2_mrif_change",
+)
+
+#: The candidate columns that also depend on the row: through its current configuration.
+_CHANGE_COLUMNS = (
+    CANDIDATE_FEATURES.index("candidate_log2_mppr_change"),
+    CANDIDATE_FEATURES.index("candidate_log2_mrif_change"),
 )
 
 #: LightGBM parameters (chosen on iterations 1-12 vs 13-16 of the real data: docs/models.md).
@@ -120,6 +127,7 @@ class GBDTModel(Model):
         self.features: tuple[str, ...] = tuple(features)
         self._current_index = [self.features.index(name) for name in _CURRENT]
         self._boosters: dict[str, lgb.Booster] = {}
+        self._forests: dict[str, CandidateForest | None] = {}  # compiled on first use, None: not reproducible
         self._metadata: dict[str, Any] = {}
 
     # ------------------------------------------------------------------------------------------
@@ -163,10 +171,17 @@ class GBDTModel(Model):
             )
             boosters[op] = lgb.train(self.params, data, num_boost_round=self.num_boost_round)
         self._boosters = boosters
+        self._forests = {}
         self._metadata = self._describe(counts, positives, dict(provenance or {}))
 
     def predict_proba(self, op: str, features: pd.DataFrame, candidates: Sequence[Config]) -> FloatArray:
-        """P(improvement) of every (OSC row, candidate), shape (rows, candidates); one LightGBM call."""
+        """P(improvement) of every (OSC row, candidate), shape (rows, candidates).
+
+        LightGBM's answer for the (rows x candidates) design, computed by
+        :class:`~pfstune.models.forest.CandidateForest` (which decides each row's splits once, not
+        once per candidate: 10x faster for 99 candidates) or, for a model it does not reproduce,
+        by LightGBM in one call.
+        """
         booster = self._booster(op)
         missing = [name for name in self.features if name not in features.columns]
         if missing:
@@ -176,6 +191,14 @@ class GBDTModel(Model):
             return np.zeros((rows, count), dtype=np.float64)
         values = features[list(self.features)].to_numpy(dtype=np.float64)
         candidate = _candidate_array(candidates)
+        forest = self._forest(op)
+        if forest is not None:
+            # The candidate columns depend on a row only through its current configuration (as in
+            # _candidate_block, an unknown or non-positive one gives NaN changes): one group each.
+            current = values[:, self._current_index]
+            configs, group = np.unique(np.where(current > 0, current, 0.0), axis=0, return_inverse=True)
+            blocks = np.stack([_candidate_block(candidate, np.broadcast_to(c, candidate.shape)) for c in configs])
+            return forest.predict_proba(np.ascontiguousarray(values), blocks, group.reshape(-1))
         design = np.empty((rows * count, len(self.features) + len(CANDIDATE_FEATURES)), dtype=np.float64)
         design[:, : len(self.features)] = np.repeat(values, count, axis=0)
         current = np.repeat(values[:, self._current_index], count, axis=0)
@@ -265,6 +288,11 @@ class GBDTModel(Model):
                 raise ValueError("the model is neither fitted nor loaded")
             raise UserError(f"the model has no {op!r} classifier (it has {', '.join(self._boosters)})")
         return booster
+
+    def _forest(self, op: str) -> CandidateForest | None:
+        if op not in self._forests:
+            self._forests[op] = CandidateForest.from_booster(self._booster(op), len(self.features), _CHANGE_COLUMNS)
+        return self._forests[op]
 
     def _predict(self, booster: lgb.Booster, design: FloatArray) -> FloatArray:
         result = booster.predict(design, num_threads=self.predict_threads)

@@ -112,11 +112,9 @@ class DialTuner(Tuner):
         for operation, indices in by_op.items():
             if not indices:
                 continue
-            rows = pd.DataFrame(
-                [[contexts[i].metrics.get(column, math.nan) for column in FEATURE_COLUMNS] for i in indices],
-                columns=list(FEATURE_COLUMNS),
-                dtype=float,
-            )
+            unknown = [math.nan] * len(FEATURE_COLUMNS)
+            values = [list(map(contexts[i].metrics.get, FEATURE_COLUMNS, unknown)) for i in indices]
+            rows = pd.DataFrame(np.array(values, dtype=float), columns=list(FEATURE_COLUMNS))
             probabilities = np.asarray(self.predictor.predict_proba(operation, rows, self.grid), dtype=float)
             for row, index in enumerate(indices):
                 choice = self._choose(operation, probabilities[row], contexts[index].bounds)
