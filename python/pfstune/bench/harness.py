@@ -250,5 +250,3 @@ def summary(document: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key != "runs"} | {
         "runs": [{k: v for k, v in r.items() if k not in ("series", "trajectories")} for r in document["runs"]]
     }
-
-

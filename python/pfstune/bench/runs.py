@@ -41,9 +41,7 @@ def tuned_run(
         totals.append(sum(report.mbps.values()))
         for osc, mbps in report.mbps.items():
             carried[osc] = carried.get(osc, 0.0) + mbps
-        configs.append(
-            {osc: (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) for osc, c in report.configs.items()}
-        )
+        configs.append({osc: (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) for osc, c in report.configs.items()})
         decide.append(report.decide_seconds)
 
     result = simulate(scenario, tuner, dict(options) or None, listeners=[listen])

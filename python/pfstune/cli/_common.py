@@ -19,6 +19,17 @@ def duration_text(text: str) -> str:
     return text
 
 
+def seed_list(text: str) -> list[int]:
+    """argparse type for ``1,2,3``: distinct non-negative integers."""
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of distinct non-negative integers, e.g. 1,2,3")
+    return seeds
+
+
 def tunable_name(name: str) -> str:
     """Return ``name`` if it is a tunable a scenario may set, else raise ArgumentTypeError."""
     if name not in TUNABLES:

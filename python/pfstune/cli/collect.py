@@ -5,19 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from pfstune.cli._common import duration_text, positive_int
+from pfstune.cli._common import duration_text, positive_int, seed_list
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.collect import collect, plan_runs
-
-
-def _seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of distinct non-negative integers, e.g. 1,2,3")
-    return seeds
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,7 +26,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     seeds = parser.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=_seeds, metavar="N,N,...", help="seeds to run each scenario with")
+    seeds.add_argument("--seeds", type=seed_list, metavar="N,N,...", help="seeds to run each scenario with")
     seeds.add_argument("--repeat", type=positive_int, metavar="N", help="run each scenario with seeds 1..N")
     parser.add_argument(
         "--duration",

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pfstune import __version__
 from pfstune.cli import (
     agent,
+    bench,
     collect,
     demo,
     lustre_parse,
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.setup_parser(commands)
     replay.setup_parser(commands)
     overhead.setup_parser(commands)
+    bench.setup_parser(commands)
     sim = commands.add_parser(
         "sim",
         help="run, sweep and serve simulated Lustre clusters",

@@ -1,0 +1,153 @@
+"""What ``pfstune bench`` writes: ``bench.json``, ``runs.csv``, ``report.md`` and PNG plots.
+
+- ``bench.json``: the whole document of :func:`pfstune.bench.harness.run_bench` (time series
+  and configuration trajectories included);
+- ``runs.csv``: one line per run (scenario, seed, tuner, MB/s, ratio to the oracle, ...);
+- ``report.md``: per scenario, a table of every tuner (mean MB/s and spread over seeds, ratio
+  to the oracle and to the default, convergence after each phase change, decision time), and
+  the plots: throughput per tuner normalised to the oracle, throughput over time and the
+  configuration of the busiest OSC over time (first seed).
+
+Plots use matplotlib's non-interactive Agg backend, so no display is needed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+CSV_FIELDS = (
+    "scenario",
+    "file",
+    "seed",
+    "tuner",
+    "mbps",
+    "read_mbps",
+    "write_mbps",
+    "osc_mbps",
+    "vs_oracle",
+    "decisions",
+    "decide_ms",
+)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def write_report(document: Mapping[str, Any], out: Path) -> list[Path]:
+    """Write every output file into ``out`` (created if missing); return their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "bench.json", out / "runs.csv", out / "report.md"]
+    written[0].write_text(json.dumps(document, indent=1) + "\n")
+    with written[1].open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for run in document["runs"]:
+            writer.writerow(run)
+    plots = _plots(document, out)
+    written[2].write_text(markdown(document, {p.name: p for p in plots}))
+    return written + plots
+
+
+def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
+    """The Markdown report (``plots``: file name -> path, linked where present)."""
+    seeds = ", ".join(str(s) for s in document["seeds"])
+    lines = ["# pfstune bench", "", f"Seeds: {seeds}. MB = 10^6 bytes of application I/O per simulated second.", ""]
+    if "normalised.png" in plots:
+        lines += ["![throughput normalised to the oracle](normalised.png)", ""]
+    for scenario in document["scenarios"]:
+        lines += [f"## {scenario['name']}", "", f"`{scenario['file']}`, {scenario['duration_s']:g} s simulated."]
+        starts = scenario["phase_starts_s"]
+        lines += [f"Phases start at {', '.join(f'{t:g} s' for t in starts)}.", ""]
+        if scenario["oracle_configs"]:
+            best = "; ".join(
+                f"seed {seed}: ({c['osc.max_pages_per_rpc']}, {c['osc.max_rpcs_in_flight']})"
+                for seed, c in scenario["oracle_configs"].items()
+            )
+            lines += [f"Oracle (best static max_pages_per_rpc, max_rpcs_in_flight): {best}.", ""]
+        header = (
+            "| tuner | MB/s | spread (std, min-max) | vs oracle | vs default | convergence (s) per phase | decide ms |"
+        )
+        lines += [header, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for tuner, r in scenario["results"].items():
+            converge = ", ".join("never" if c is None else f"{c:g}" for c in r.get("convergence_s", [])) or "-"
+            lines.append(
+                f"| {tuner} | {_num(r['mbps'])} | {_num(r['mbps_std'])}, {_num(r['mbps_min'])}-{_num(r['mbps_max'])} "
+                f"| {_num(r['vs_oracle'], 3)} | {_num(r['vs_default'], 3)} | {converge} | {_num(r['decide_ms'], 2)} |"
+            )
+        lines.append("")
+        for kind, caption in (("throughput", "OSC throughput over time"), ("config", "configuration over time")):
+            name = f"{_slug(scenario['name'])}-{kind}.png"
+            if name in plots:
+                lines += [f"![{caption}]({name})", ""]
+    return "\n".join(lines)
+
+
+def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written: list[Path] = []
+    tuners: Sequence[str] = document["tuners"]
+    scenarios = document["scenarios"]
+    if "oracle" in tuners and scenarios:
+        fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(scenarios) * len(tuners) / 3), 4))
+        width = 0.8 / len(tuners)
+        for i, tuner in enumerate(tuners):
+            values = [s["results"].get(tuner, {}).get("vs_oracle") or 0.0 for s in scenarios]
+            ax.bar([j + i * width for j in range(len(scenarios))], values, width, label=tuner)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(scenarios))], [s["name"] for s in scenarios])
+        ax.tick_params(axis="x", labelrotation=30)
+        ax.set_ylabel("throughput / oracle")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        written.append(out / "normalised.png")
+        fig.savefig(written[-1], dpi=100)
+        plt.close(fig)
+    first_seed = document["seeds"][0]
+    for scenario in scenarios:
+        runs = {r["tuner"]: r for r in document["runs"] if r["file"] == scenario["file"] and r["seed"] == first_seed}
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        for tuner, run in runs.items():
+            ax.plot(run["series"]["time"], run["series"]["osc_mbps"], label=tuner, linewidth=1)
+        for start in scenario["phase_starts_s"][1:]:
+            ax.axvline(start, color="grey", linestyle=":", linewidth=0.8)
+        ax.set_xlabel("simulated time (s)")
+        ax.set_ylabel("OSC MB/s, all OSCs")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        written.append(out / f"{_slug(scenario['name'])}-throughput.png")
+        fig.savefig(written[-1], dpi=100)
+        plt.close(fig)
+        fig, axes = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
+        for tuner, run in runs.items():
+            if not run["trajectories"]:
+                continue
+            busiest = next(iter(run["trajectories"].values()))
+            for ax, param in zip(axes, ("max_pages_per_rpc", "max_rpcs_in_flight"), strict=True):
+                ax.step(run["series"]["time"], busiest[param], where="post", label=tuner, linewidth=1)
+        for ax, param in zip(axes, ("max_pages_per_rpc", "max_rpcs_in_flight"), strict=True):
+            ax.set_yscale("log", base=2)
+            ax.set_ylabel(param, fontsize="small")
+        axes[1].set_xlabel("simulated time (s), busiest OSC")
+        axes[0].legend(fontsize="small")
+        fig.tight_layout()
+        written.append(out / f"{_slug(scenario['name'])}-config.png")
+        fig.savefig(written[-1], dpi=100)
+        plt.close(fig)
+    return written

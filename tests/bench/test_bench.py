@@ -1,0 +1,111 @@
+"""The benchmark harness: runs, oracle, aggregation, convergence, report, local and Dask executors."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pfstune.bench.harness import convergence, phase_starts, run_bench, summary
+from pfstune.bench.report import write_report
+from pfstune.cli.main import main
+from pfstune.errors import UserError
+from pfstune.sim.scenario import parse_scenario
+
+TWO_PHASES = """\
+name: two-phases
+seed: 1
+duration: 2s
+cluster: {preset: cloudlab-c6525, clients: 1}
+jobs:
+  - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 10g}
+  - {name: writer, client: 0, workload: filebench.seqwrite, iosize: 1m, filesize: 10g, start: 1s}
+"""
+
+
+@pytest.fixture
+def two_phases(write_scenario: Callable[..., Path]) -> Path:
+    return write_scenario(TWO_PHASES, "two-phases.yaml")
+
+
+def test_phase_starts_are_job_starts_and_stops_inside_the_run() -> None:
+    scenario = parse_scenario(TWO_PHASES.replace("start: 1s}", "start: 1s, stop: 1.5s}"), "t.yaml")
+    assert phase_starts(scenario) == [0.0, 1.0, 1.5]
+
+
+def test_convergence_is_the_first_window_at_95_percent_of_the_reference_phase_mean() -> None:
+    times = [0.5 * i for i in range(1, 13)]  # 0.5 .. 6.0 s
+    reference = {"time": times, "osc_mbps": [100.0] * 6 + [200.0] * 6}
+    tuner = {"time": times, "osc_mbps": [10, 50, 96, 96, 96, 96, 100, 100, 190, 190, 190, 190]}
+    # phase 1 (0-3 s): the 1 s window ending at 2.0 s averages 96 >= 95; phase 2 (3-6 s): 190 >= 190 at 5.0 s.
+    assert convergence(tuner, reference, [0.0, 3.0], 6.0) == [2.0, 2.0]
+    never = {"time": times, "osc_mbps": [50.0] * 12}
+    assert convergence(never, reference, [0.0, 3.0], 6.0) == [None, None]
+
+
+def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_phases: Path, tmp_path: Path) -> None:
+    document = run_bench([str(two_phases)], ["default", "iopathtune", "oracle"], [1, 2], jobs=2)
+    (scenario,) = document["scenarios"]
+    assert scenario["phase_starts_s"] == [0.0, 1.0]
+    assert set(scenario["oracle_configs"]) == {"1", "2"}
+    results = scenario["results"]
+    assert results["oracle"]["vs_oracle"] == pytest.approx(1.0)
+    assert results["default"]["vs_default"] == pytest.approx(1.0)
+    assert results["oracle"]["mbps"] >= results["default"]["mbps"]
+    assert results["default"]["mbps_min"] <= results["default"]["mbps"] <= results["default"]["mbps_max"]
+    assert len(results["default"]["convergence_s"]) == 2
+    assert len(document["runs"]) == 6
+    run = document["runs"][0]
+    assert len(run["series"]["time"]) == len(run["series"]["osc_mbps"]) == 4  # 2 s at 0.5 s, first probe excluded
+
+    files = write_report(document, tmp_path / "out")
+    names = {path.name for path in files}
+    assert {"bench.json", "runs.csv", "report.md", "normalised.png", "two-phases-throughput.png"} <= names
+    with (tmp_path / "out" / "runs.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == 6
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "| oracle |" in report
+    assert "two-phases-config.png" in report
+    assert "series" not in json.dumps(summary(document))
+
+
+def test_bench_on_a_dask_cluster(two_phases: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        document = run_bench([str(two_phases)], ["default", "bandit"], [3], scheduler=cluster.scheduler_address)
+    local = run_bench([str(two_phases)], ["default", "bandit"], [3], jobs=1)
+    for tuner in ("default", "bandit"):
+        dask_mbps = document["scenarios"][0]["results"][tuner]["mbps"]
+        assert dask_mbps == local["scenarios"][0]["results"][tuner]["mbps"]  # deterministic wherever it runs
+
+
+def test_unreachable_scheduler_is_a_user_error(two_phases: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("pfstune.executor.CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(UserError, match="cannot connect"):
+        run_bench([str(two_phases)], ["default"], [1], scheduler="tcp://127.0.0.1:9")
+
+
+def test_cli_errors(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", str(two_phases), "--tuners", "default,nope"])
+    assert exit_.value.code == 2
+    assert main(["bench", str(two_phases), "--tuners", "default", "--tuner-option", "dial:tau=0.5"]) == 2
+    assert "not among --tuners" in capsys.readouterr().err
+    assert main(["bench", str(two_phases), "--tuners", "iopathtune", "--tuner-option", "iopathtune:nope=1"]) == 2
+    assert "unknown option" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["bench", str(two_phases), "--tuners", "default", "--out", str(tmp_path / "file")]) == 2
+
+
+def test_cli_json(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "report"
+    args = ["bench", str(two_phases), "--tuners", "default,iopathtune", "--duration", "1.5s", "--out", str(out)]
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [s["name"] for s in result["scenarios"]] == ["two-phases"]
+    assert set(result["scenarios"][0]["results"]) == {"default", "iopathtune"}
+    assert (out / "report.md").exists()
