@@ -26,7 +26,7 @@ from pfstune.bench.runs import tuned_run
 from pfstune.errors import UserError
 from pfstune.executor import open_executor, run_all
 from pfstune.sim.scenario import Scenario, parse_scenario, read_scenario_text
-from pfstune.sim.sweep import GRIDS, grid_configs, run_scenario, with_tunables
+from pfstune.sim.sweep import GRIDS, best_index, grid_configs, run_scenario, with_tunables
 from pfstune.tuners import TUNERS, make_tuner
 
 #: Convergence: the window the throughput is averaged over, and the share of the oracle to reach.
@@ -141,8 +141,7 @@ def run_bench(
         records: list[dict[str, Any]] = first["records"]
         oracle_configs: dict[tuple[str, int], dict[str, int]] = {}
         for key, results in first["sweeps"].items():
-            best = max(range(len(configs)), key=lambda i: (results[i]["mbps"], -i))
-            oracle_configs[key] = dict(configs[best])
+            oracle_configs[key] = dict(configs[best_index(results)])
         oracle_units = [
             (
                 s.text,

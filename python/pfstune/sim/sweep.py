@@ -102,6 +102,11 @@ def sweep(
     }
 
 
+def best_index(results: Sequence[Mapping[str, Any]]) -> int:
+    """Index of the result of highest application throughput (``mbps``); ties: the first."""
+    return max(range(len(results)), key=lambda i: (results[i]["mbps"], -i))
+
+
 def best_static(
     scenario: Scenario,
     grid: str = "dial99",
@@ -116,6 +121,6 @@ def best_static(
     """
     configs = grid_configs(GRIDS[grid])
     results = run_all([with_tunables(scenario, c) for c in configs], jobs or os.cpu_count() or 1, on_done)
-    best = max(range(len(configs)), key=lambda i: (results[i]["mbps"], -i))
+    best = best_index(results)
     rows = [{"config": dict(c), **{key: r[key] for key in RESULT_KEYS}} for c, r in zip(configs, results, strict=True)]
     return dict(configs[best]), results[best], rows

@@ -88,15 +88,12 @@ class BanditTuner(Tuner):
             state = self._oscs[osc] = _Osc()
         return state
 
-    def _pattern(self, state: _Osc, metrics: Mapping[str, float]) -> str | None:
-        return access_pattern(metrics, state.spatiality)
-
     def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
         """Credit the interval's throughput to (its access pattern, the configuration in force)."""
         state = self._osc(osc)
         if state.original is None:
             state.original = {param: int(config[param]) for param in TUNED_PARAMS if param in config}
-        pattern = self._pattern(state, metrics)
+        pattern = access_pattern(metrics, state.spatiality)
         if pattern is None:
             return
         state.spatiality = spatiality_of(pattern)
@@ -126,7 +123,7 @@ class BanditTuner(Tuner):
         if state.original is None:
             state.original = {param: int(context.config[param]) for param in TUNED_PARAMS if param in context.config}
         bounds = {param: context.bounds.get(param, (1, 1 << 30)) for param in TUNED_PARAMS}
-        pattern = self._pattern(state, context.metrics)
+        pattern = access_pattern(context.metrics, state.spatiality)
         if pattern is None:  # idle or first probe: the configuration the OSC had
             base = {**context.config, **(state.original or {})}
             return {param: clamp(int(base.get(param, bounds[param][0])), bounds[param]) for param in TUNED_PARAMS}
