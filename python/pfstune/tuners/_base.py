@@ -79,6 +79,21 @@ class Tuner(ABC):
         """Restore what :meth:`state_dict` returned (default: nothing to restore)."""
 
 
+def tuned_part(config: Mapping[str, int]) -> Config:
+    """The tuned parameters present in ``config``, as ints (e.g. to remember an OSC's originals)."""
+    return {param: int(config[param]) for param in TUNED_PARAMS if param in config}
+
+
+def keep(config: Mapping[str, int], context: Context) -> Config:
+    """``config``, with what is in force for a parameter it lacks, clamped into ``context.bounds``."""
+    base = {**context.config, **config}
+    out: Config = {}
+    for param in TUNED_PARAMS:
+        bounds = context.bounds.get(param, (1, 1 << 30))
+        out[param] = clamp(int(base.get(param, bounds[0])), bounds)
+    return out
+
+
 def clamp(value: int, bounds: tuple[int, int]) -> int:
     """``value`` limited to the inclusive ``bounds``."""
     low, high = bounds

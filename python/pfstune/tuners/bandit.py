@@ -39,7 +39,7 @@ from typing import Any
 
 from pfstune.errors import UserError
 from pfstune.features import osc_throughput_mbps
-from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner, clamp
+from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner, keep, tuned_part
 from pfstune.tuners._pattern import access_pattern, spatiality_of
 
 Arm = tuple[int, int]  # (max_pages_per_rpc, max_rpcs_in_flight)
@@ -92,7 +92,7 @@ class BanditTuner(Tuner):
         """Credit the interval's throughput to (its access pattern, the configuration in force)."""
         state = self._osc(osc)
         if state.original is None:
-            state.original = {param: int(config[param]) for param in TUNED_PARAMS if param in config}
+            state.original = tuned_part(config)
         pattern = access_pattern(metrics, state.spatiality)
         if pattern is None:
             return
@@ -121,18 +121,15 @@ class BanditTuner(Tuner):
         """An untried arm, a random arm (probability epsilon) or the best arm of the OSC's pattern."""
         state = self._osc(context.osc)
         if state.original is None:
-            state.original = {param: int(context.config[param]) for param in TUNED_PARAMS if param in context.config}
+            state.original = tuned_part(context.config)
         bounds = {param: context.bounds.get(param, (1, 1 << 30)) for param in TUNED_PARAMS}
         pattern = access_pattern(context.metrics, state.spatiality)
         if pattern is None:  # idle or first probe: the configuration the OSC had
-            base = {**context.config, **(state.original or {})}
-            return {param: clamp(int(base.get(param, bounds[param][0])), bounds[param]) for param in TUNED_PARAMS}
+            return keep(state.original or {}, context)
         pages, flight = bounds["max_pages_per_rpc"], bounds["max_rpcs_in_flight"]
         arms = [a for a in GRIDS[self.grid] if pages[0] <= a[0] <= pages[1] and flight[0] <= a[1] <= flight[1]]
         if not arms:
-            return {
-                param: clamp(int(context.config.get(param, bounds[param][0])), bounds[param]) for param in TUNED_PARAMS
-            }
+            return keep({}, context)
         table = self._q.get(pattern, {})
         untried = [arm for arm in arms if arm not in table]
         if untried:

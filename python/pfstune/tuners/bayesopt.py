@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pfstune.errors import UserError
 from pfstune.features import osc_throughput_mbps
-from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner, clamp
+from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner, keep, tuned_part
 from pfstune.tuners._pattern import access_pattern, spatiality_of
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ class BayesOptTuner(Tuner):
         """Tell the OSC's study the throughput of the configuration that was in force."""
         state = self._osc(osc)
         if state.original is None:
-            state.original = {param: int(config[param]) for param in TUNED_PARAMS if param in config}
+            state.original = tuned_part(config)
         pattern = access_pattern(metrics, state.spatiality)
         value = osc_throughput_mbps(metrics)
         if pattern is None or math.isnan(value):
@@ -207,7 +207,7 @@ class BayesOptTuner(Tuner):
         """The configuration of the OSC's next trial; the original one while the OSC is idle."""
         state = self._osc(context.osc)
         if state.original is None:
-            state.original = {param: int(context.config[param]) for param in TUNED_PARAMS if param in context.config}
+            state.original = tuned_part(context.config)
         bounds = {param: context.bounds.get(param, (1, 1 << 30)) for param in TUNED_PARAMS}
         space: dict[str, tuple[int, int]] = {}
         for param in TUNED_PARAMS:
@@ -217,8 +217,7 @@ class BayesOptTuner(Tuner):
                 space[param] = (exponents[0], exponents[-1])
         pattern = access_pattern(context.metrics, state.spatiality)
         if pattern is None or len(space) < len(TUNED_PARAMS):
-            base = {**context.config, **(state.original or {})}
-            return {param: clamp(int(base.get(param, bounds[param][0])), bounds[param]) for param in TUNED_PARAMS}
+            return keep(state.original or {}, context)
         if space != state.space:  # new bounds: a new search space, the study is rebuilt over it
             state.space, state.study, state.trial, state.pending = space, None, None, None
         inside = sum(_inside(params, space) for params, _ in state.history)
