@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from pfstune.collect import COLUMNS, METADATA_COLUMNS, collect, plan_runs
+import pfstune.collect
+from pfstune.collect import COLUMNS, METADATA_COLUMNS, CollectError, collect, plan_runs
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS
 from pfstune.tuners.random import DIAL99
@@ -36,8 +41,15 @@ def collected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     scenario.write_text(SCENARIO, encoding="utf-8")
     seen: list[float] = []
     manifest = collect([scenario], root / "out", seeds=[1, 2], jobs=2, progress=lambda done, total: seen.append(done))
-    assert seen[-1] == 6.0
+    assert seen == [3.0, 6.0]  # one report per finished run, in simulated seconds
     return scenario, root / "out", manifest, seen
+
+
+@contextmanager
+def _one_thread(jobs: int | None = None, scheduler: str | None = None) -> Iterator[Executor]:
+    """An executor in this process, so that a monkeypatched ``record_run`` applies on the "worker"."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool
 
 
 def test_one_file_per_scenario_and_seed_and_a_manifest(collected: tuple[Path, Path, dict, list[float]]) -> None:
@@ -106,7 +118,7 @@ def test_the_same_scenario_and_seed_give_the_same_bytes(
     collected: tuple[Path, Path, dict, list[float]], tmp_path: Path
 ) -> None:
     scenario, out, manifest, _ = collected
-    again = collect([scenario], tmp_path / "again", seeds=[2], jobs=1)  # in-process this time
+    again = collect([scenario], tmp_path / "again", seeds=[2], jobs=1)  # one worker process this time
     assert (tmp_path / "again" / "tiny-seed2.parquet").read_bytes() == (out / "tiny-seed2.parquet").read_bytes()
     assert again["runs"][0]["sha256"] == manifest["runs"][1]["sha256"]
     assert manifest["runs"][0]["sha256"] != manifest["runs"][1]["sha256"]
@@ -132,3 +144,62 @@ def test_bad_input_is_a_user_error_before_any_run(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a directory"):
         collect([path], tmp_path / "file")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_failed_run_costs_no_other_run_s_file(
+    collected: tuple[Path, Path, dict, list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario, out, _, _ = collected
+    real = pfstune.collect.record_run
+
+    def flaky(scenario: Any, tuner_seed: int, scenario_file: str | None = None) -> Any:
+        if tuner_seed == 1:
+            raise RuntimeError("engine exploded\nsecond line")
+        return real(scenario, tuner_seed, scenario_file)
+
+    monkeypatch.setattr(pfstune.collect, "open_executor", _one_thread)
+    monkeypatch.setattr(pfstune.collect, "record_run", flaky)
+    seen: list[float] = []
+    with pytest.raises(CollectError, match=r"1 of 2 runs failed \(tiny-seed1.parquet: RuntimeError: engine exploded\)"):
+        collect([scenario], tmp_path / "o", seeds=[1, 2], progress=lambda done, _: seen.append(done))
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["manifest.json", "tiny-seed2.parquet"]
+    assert (tmp_path / "o" / "tiny-seed2.parquet").read_bytes() == (out / "tiny-seed2.parquet").read_bytes()
+    manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+    assert [r["file"] for r in manifest["runs"]] == ["tiny-seed2.parquet"]
+    assert manifest["failed"] == [
+        {"file": "tiny-seed1.parquet", "scenario": "tiny", "seed": 1, "error": "RuntimeError: engine exploded"}
+    ]
+    assert seen[-1] == 6.0  # a failed run is finished too
+
+
+def test_an_interrupted_write_leaves_no_file_under_the_final_name(
+    collected: tuple[Path, Path, dict, list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = collected[0]
+
+    def interrupted(table: Any, where: Path, **kwargs: Any) -> None:
+        Path(where).write_bytes(b"PAR1 half a file")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pfstune.collect, "open_executor", _one_thread)
+    monkeypatch.setattr(pfstune.collect.pq, "write_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        collect([scenario], tmp_path / "o", seeds=[1], duration="1s")
+    assert list((tmp_path / "o").iterdir()) == []  # no Parquet, no partial file, no manifest
+
+
+def test_collect_on_a_dask_cluster_writes_the_same_files(
+    collected: tuple[Path, Path, dict, list[float]], tmp_path: Path
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    scenario, out, manifest, _ = collected
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        on_dask = collect([scenario], tmp_path / "dask", seeds=[1, 2], scheduler=cluster.scheduler_address)
+    assert on_dask["scheduler"] == cluster.scheduler_address
+    assert on_dask["jobs"] is None
+    for local, remote in zip(manifest["runs"], on_dask["runs"], strict=True):
+        assert remote["sha256"] == local["sha256"]
+        assert (tmp_path / "dask" / remote["file"]).read_bytes() == (out / local["file"]).read_bytes()
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "dask" / remote["file"]), pd.read_parquet(out / local["file"])
+        )

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import pfstune.collect
 from pfstune.cli.main import main
 
 SCENARIO = """\
@@ -33,6 +38,7 @@ def test_help_describes_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "random dial99 configuration" in " ".join(out.split())
     assert "--repeat" in out
+    assert "--scheduler ADDRESS" in out
 
 
 def test_json_prints_the_manifest(scenario: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -85,3 +91,41 @@ def test_missing_scenario_and_unwritable_out_are_one_line_errors(
     err = capsys.readouterr().err
     assert err.startswith("pfstune: error:")
     assert err.count("\n") == 1
+
+
+def test_unreachable_scheduler_is_a_one_line_error(
+    scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("pfstune.executor.CONNECT_TIMEOUT_S", 1)
+    args = ["collect", str(scenario), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pfstune: error: --scheduler tcp://127.0.0.1:9: cannot connect")
+    assert err.count("\n") == 1
+
+
+def test_a_failed_run_exits_1_with_one_line_after_writing_the_others(
+    scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = pfstune.collect.record_run
+
+    def flaky(scenario: Any, tuner_seed: int, scenario_file: str | None = None) -> Any:
+        if tuner_seed == 2:
+            raise ValueError("no such thing")
+        return real(scenario, tuner_seed, scenario_file)
+
+    @contextmanager
+    def one_thread(jobs: int | None = None, scheduler: str | None = None) -> Iterator[Executor]:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            yield pool
+
+    monkeypatch.setattr(pfstune.collect, "open_executor", one_thread)
+    monkeypatch.setattr(pfstune.collect, "record_run", flaky)
+    out = tmp_path / "o"
+    assert main(["collect", str(scenario), "--out", str(out), "--repeat", "2", "--duration", "1s"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("pfstune: error: 1 of 2 runs failed (tiny-seed2.parquet: ValueError: no such thing)")
+    assert err.count("\n") == 1
+    assert (out / "tiny-seed1.parquet").exists()
+    assert json.loads((out / "manifest.json").read_text())["failed"][0]["file"] == "tiny-seed2.parquet"

@@ -20,7 +20,10 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             "real cluster: the agent probes every OSC every probe interval (0.5 s) and after every "
             "probe writes a random dial99 configuration (the random tuner) to every OSC. Every "
             "feature row the agent computes is written, one Parquet file per scenario and seed "
-            "(<scenario>-seed<k>.parquet, rows of idle OSCs included), with manifest.json."
+            "(<scenario>-seed<k>.parquet, rows of idle OSCs included), with manifest.json. Runs go to "
+            "local worker processes, or to a Dask cluster with --scheduler; this process writes every "
+            "file as its run finishes. If runs fail, the others' files and the manifest are still "
+            "written, and the exit status is 1."
         ),
     )
     parser.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files")
@@ -34,9 +37,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="D",
         help="simulated duration of every run, e.g. 120s (default: each scenario's)",
     )
-    parser.add_argument(
-        "--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
-    )
+    parser.add_argument("--jobs", type=positive_int, metavar="N", help="local worker processes (default: one per core)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     parser.add_argument("--json", action="store_true", help="print the manifest as JSON")
     parser.set_defaults(func=main)
 
@@ -45,9 +47,16 @@ def main(args: argparse.Namespace) -> int:
     """Collect and print one row per run (or the manifest)."""
     seeds = args.seeds if args.seeds is not None else list(range(1, args.repeat + 1)) if args.repeat else None
     total = sum(run.duration_s for run in plan_runs(args.scenarios, seeds, args.duration))  # fails fast
+    # Simulated seconds of the finished runs: the bar moves when a run ends, not during it.
     with ProgressBar(total, "collecting", " s", enabled=not args.json) as bar:
         manifest = collect(
-            args.scenarios, args.out, seeds, args.jobs, args.duration, lambda done, _: bar.update(round(done))
+            args.scenarios,
+            args.out,
+            seeds,
+            args.jobs,
+            args.duration,
+            lambda done, _: bar.update(round(done)),
+            scheduler=args.scheduler,
         )
     if args.json:
         print_json(manifest)
