@@ -87,6 +87,51 @@ pub struct IorConfig {
     pub fsync: bool,
 }
 
+/// h5bench_write (VPIC-IO) and h5bench_read (BDCATS-IO) parameters, resolved by Python.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct H5Config {
+    /// MPI ranks, spread round-robin over the job's clients.
+    pub processes: u32,
+    /// Particles per rank (DIM_1 x DIM_2 x DIM_3).
+    pub particles: u64,
+    pub timesteps: u64,
+    /// EMULATED_COMPUTE_TIME_PER_TIMESTEP.
+    pub compute_ns: u64,
+    /// Writes: "contig", "interleaved" or "strided".
+    pub file_pattern: String,
+    /// Reads: "full", "partial" or "strided".
+    pub read_option: String,
+    /// TO_READ_NUM_PARTICLES (partial reads).
+    pub to_read: u64,
+    /// STRIDE_SIZE, BLOCK_SIZE (particles) and BLOCK_CNT of strided access.
+    pub stride: u64,
+    pub block: u64,
+    pub block_cnt: u64,
+}
+
+/// DLIO benchmark parameters, resolved by Python (a model preset plus overrides).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DlioConfig {
+    /// "tfrecord" or "npz" (whole files in order), "indexed_binary" or "mmap_indexed_binary"
+    /// (samples at shuffled offsets).
+    pub format: String,
+    pub files: u64,
+    pub samples_per_file: u64,
+    /// record_length, bytes.
+    pub sample_size: u64,
+    /// Bytes per read call.
+    pub transfer_size: u64,
+    /// Loader threads per rank (one rank per client of the job).
+    pub read_threads: u32,
+    /// Samples per batch per rank.
+    pub batch_size: u64,
+    pub computation_ns: u64,
+    /// Batches a loader may hold ready ahead of training.
+    pub prefetch: u32,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobConfig {
@@ -110,6 +155,10 @@ pub struct JobConfig {
     pub fsync: bool,
     #[serde(default)]
     pub ior: Option<IorConfig>,
+    #[serde(default)]
+    pub h5bench: Option<H5Config>,
+    #[serde(default)]
+    pub dlio: Option<DlioConfig>,
 }
 
 fn one() -> u32 {
@@ -161,11 +210,21 @@ impl Config {
             if j.stripe_size < 65536 || j.stripe_size % 65536 != 0 {
                 return Err(format!("job {}: stripe_size must be a multiple of 64 KiB", j.name));
             }
-            if j.workload != "ior" && (j.iosize == 0 || j.filesize < j.iosize) {
-                return Err(format!("job {}: iosize must be positive and at most filesize", j.name));
-            }
-            if j.workload == "ior" && j.ior.is_none() {
-                return Err(format!("job {}: ior parameters missing", j.name));
+            let missing = match j.workload.as_str() {
+                "ior" => j.ior.is_none(),
+                "h5bench.vpic" | "h5bench.bdcats" => j.h5bench.as_ref().is_none_or(|h| h.processes == 0 || h.particles == 0 || h.timesteps == 0),
+                "dlio" => j.dlio.as_ref().is_none_or(|d| {
+                    d.files == 0 || d.samples_per_file == 0 || d.sample_size == 0 || d.transfer_size == 0 || d.read_threads == 0
+                }),
+                _ => {
+                    if j.iosize == 0 || j.filesize < j.iosize {
+                        return Err(format!("job {}: iosize must be positive and at most filesize", j.name));
+                    }
+                    false
+                }
+            };
+            if missing {
+                return Err(format!("job {}: {} parameters missing or zero", j.name, j.workload));
             }
         }
         Ok(())

@@ -263,7 +263,32 @@ impl Sim {
                 for rank in 0..nproc {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;
                     let file = shared.unwrap_or_else(|| self.create_file(size, job.stripe_count, job.stripe_size));
-                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, file, job);
+                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, vec![file], job);
+                }
+                continue;
+            }
+            if job.workload.starts_with("h5bench.") {
+                let h5 = job.h5bench.as_ref().expect("checked");
+                let file = self.create_file(workload::h5_file_size(h5), job.stripe_count, job.stripe_size);
+                let write = job.workload == "h5bench.vpic";
+                for rank in 0..h5.processes {
+                    let client = job.clients[rank as usize % job.clients.len()] as u32;
+                    let role = Role::H5 { rank, nproc: h5.processes, write };
+                    self.add_thread(client, ji as u32, role, vec![file], job);
+                }
+                continue;
+            }
+            if job.workload == "dlio" {
+                let dl = job.dlio.as_ref().expect("checked");
+                let size = dl.samples_per_file * dl.sample_size;
+                let files: Vec<u32> =
+                    (0..dl.files).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect();
+                let workers = job.clients.len() as u32 * dl.read_threads;
+                for (rank, &client) in job.clients.iter().enumerate() {
+                    for t in 0..dl.read_threads {
+                        let role = Role::Dlio { worker: rank as u32 * dl.read_threads + t, workers };
+                        self.add_thread(client as u32, ji as u32, role, files.clone(), job);
+                    }
                 }
                 continue;
             }
@@ -274,27 +299,28 @@ impl Sim {
                     let file = *group_files
                         .entry(group)
                         .or_insert_with(|| self.create_file(job.filesize, job.stripe_count, job.stripe_size));
-                    self.add_thread(client as u32, ji as u32, role, file, job);
+                    self.add_thread(client as u32, ji as u32, role, vec![file], job);
                 }
             }
         }
         Ok(())
     }
 
-    fn add_thread(&mut self, client: u32, job: u32, role: Role, file: u32, cfg: &JobConfig) {
+    fn add_thread(&mut self, client: u32, job: u32, role: Role, files: Vec<u32>, cfg: &JobConfig) {
         let tid = self.threads.len() as u32;
         self.threads.push(Thread {
             client,
             job,
             role,
-            files: vec![file],
+            ras: vec![Readahead::default(); files.len()],
+            files,
             pos: 0,
             op: None,
-            ras: vec![Readahead::default()],
             start_ns: cfg.start_ns,
             stop_ns: cfg.stop_ns.min(self.cfg.duration_ns),
             done: false,
             phase: 0,
+            prog: Default::default(),
             lock_hint: 0,
         });
         self.schedule(cfg.start_ns, Ev::Thread(tid));
@@ -375,6 +401,20 @@ impl Sim {
                     }
                     return;
                 }
+                OpState::Think => {
+                    if self.now >= self.threads[tid as usize].stop_ns {
+                        let th = &mut self.threads[tid as usize];
+                        th.op = None;
+                        th.done = true;
+                    } else {
+                        // the system call begins now, after the compute time
+                        let now = self.now;
+                        let op = self.threads[tid as usize].op.as_mut().expect("op");
+                        (op.state, op.started_ns, op.ready_at) = (OpState::Running, now, now);
+                        self.issue_op(tid);
+                    }
+                    return;
+                }
                 OpState::WaitIo | OpState::WaitSync => return,
             }
         }
@@ -389,12 +429,19 @@ impl Sim {
     fn start_op(&mut self, tid: u32) {
         let th = &mut self.threads[tid as usize];
         let job = &self.cfg.jobs[th.job as usize];
+        let now = self.now;
         let req = match th.role {
-            Role::Ior { .. } => workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng),
-            r => workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng),
+            Role::Ior { .. } => Some(workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng)),
+            Role::H5 { .. } => workload::next_h5(th.role, job, &mut th.prog, now),
+            Role::Dlio { .. } => workload::next_dlio(th.role, job, &mut th.prog, now, self.cfg.seed),
+            r => Some(workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng)),
+        };
+        let Some(req) = req else {
+            // the workload has nothing more to do
+            th.done = true;
+            return;
         };
         let file = th.files[req.file_slot];
-        let client = th.client as usize;
         if req.reopen {
             th.ras[req.file_slot] = Readahead::default();
         }
@@ -410,8 +457,24 @@ impl Sim {
             ready_at: self.now,
             fsync: req.fsync_after,
             locked: false,
+            slot: req.file_slot,
+            reopen: req.reopen,
         });
-        if req.reopen {
+        if req.start_at > now {
+            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Think;
+            self.schedule(req.start_at, Ev::Thread(tid));
+        } else {
+            self.issue_op(tid);
+        }
+    }
+
+    /// The thread's new op goes to the file system: after an open if it reopens the file, once
+    /// it holds its extent locks.
+    fn issue_op(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        let client = th.client as usize;
+        let op = th.op.as_ref().expect("op");
+        if op.reopen {
             let t = self.reopen(client);
             // the op begins once the file is open again
             self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
@@ -445,7 +508,10 @@ impl Sim {
     fn begin_io(&mut self, tid: u32) {
         match self.threads[tid as usize].op.as_ref().expect("op").kind {
             OpKind::Write => self.continue_write(tid),
-            OpKind::Read => self.start_read(tid, 0),
+            OpKind::Read => {
+                let slot = self.threads[tid as usize].op.as_ref().expect("op").slot;
+                self.start_read(tid, slot)
+            }
         }
     }
 

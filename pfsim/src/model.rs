@@ -275,6 +275,8 @@ pub enum OpState {
     /// Waiting to begin: for the file's open on the MDS, or for an extent lock (enqueue, or
     /// callbacks of conflicting locks).
     WaitLock,
+    /// Computing before the op is issued (h5bench timesteps, DLIO training steps).
+    Think,
 }
 
 #[derive(Clone, Debug)]
@@ -292,6 +294,10 @@ pub struct Op {
     pub fsync: bool,
     /// The op holds references on locks covering it.
     pub locked: bool,
+    /// Which of the thread's files (and read-ahead states) the op is on.
+    pub slot: usize,
+    /// The op opens its file again first (whole-file personalities, a new DLIO file).
+    pub reopen: bool,
 }
 
 /// What an application thread does; see workload.rs.
@@ -308,6 +314,8 @@ pub struct Thread {
     pub stop_ns: u64,
     pub done: bool,
     pub phase: u32,
+    /// Loop state of the h5bench and DLIO workloads.
+    pub prog: crate::workload::Progress,
     /// Index of the lock (in its stripe's list) that last covered an op of this thread; only a
     /// place to look first.
     pub lock_hint: usize,

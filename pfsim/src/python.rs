@@ -9,7 +9,7 @@ use crate::engine::Sim;
 use crate::parse::strerror;
 
 /// A simulated Lustre cluster built from a resolved scenario (JSON).
-#[pyclass(module = "pfstune._pfsim", unsendable)]
+#[pyclass(module = "pfstune._pfsim")]
 struct Simulation {
     sim: Sim,
 }

@@ -2,9 +2,13 @@
 //!
 //! Filebench personalities follow the `.f` files IOPathTune and DIAL used (one file per stream,
 //! offsets aligned to the I/O size for random access); `ior` follows IOR's segment/block/transfer
-//! layout for shared files and file-per-process.
+//! layout for shared files and file-per-process; `h5bench.vpic`/`h5bench.bdcats` follow
+//! h5bench_write/h5bench_read over one shared HDF5 file; `dlio` follows the DLIO benchmark's
+//! data loader (shuffled files or samples, batches, compute time, prefetch).
 
-use crate::config::JobConfig;
+use std::collections::VecDeque;
+
+use crate::config::{H5Config, JobConfig};
 use crate::model::OpKind;
 use crate::rng::Rng;
 
@@ -22,6 +26,29 @@ pub enum Role {
     WholeRw,
     /// IOR process `rank` of `nproc`.
     Ior { rank: u32, nproc: u32 },
+    /// h5bench MPI rank `rank` of `nproc`, writing (VPIC-IO) or reading (BDCATS-IO).
+    H5 { rank: u32, nproc: u32, write: bool },
+    /// DLIO data-loader thread `worker` of `workers` (over every rank of the job).
+    Dlio { worker: u32, workers: u32 },
+}
+
+/// Loop state of the h5bench and DLIO threads (filebench and IOR keep theirs in `pos`/`phase`).
+#[derive(Clone, Debug, Default)]
+pub struct Progress {
+    /// h5bench: index of the next I/O over all timesteps.
+    /// DLIO: index of the next file (sequential formats) or sample (random formats) of this
+    /// worker in the current epoch.
+    pub step: u64,
+    /// DLIO: next byte to read in the current file (sequential formats) or sample.
+    pub offset: u64,
+    pub epoch: u64,
+    /// DLIO: bytes read toward the batch being assembled.
+    pub batch_bytes: u64,
+    /// DLIO: when the training step of the last complete batch ends.
+    pub compute_end: u64,
+    /// DLIO: start times of the training steps of batches read but not yet consumed (the
+    /// loader's prefetch queue).
+    pub queue: VecDeque<u64>,
 }
 
 /// One thread's next request.
@@ -34,6 +61,8 @@ pub struct Request {
     pub fsync_after: bool,
     /// True when this request starts a new open of the file (whole-file personalities).
     pub reopen: bool,
+    /// When the thread issues it: after its compute time (h5bench, DLIO), else at once.
+    pub start_at: u64,
 }
 
 /// Roles of the threads of one job instance on one client (each role entry is one thread;
@@ -58,9 +87,9 @@ pub fn roles(job: &JobConfig) -> Result<Vec<(Role, u32)>, String> {
             "filebench.wholefileread" => out.push((Role::WholeRead, g)),
             "filebench.wholefilewrite" => out.push((Role::WholeWrite, g)),
             "filebench.wholefilerw" => out.push((Role::WholeRw, g)),
-            "ior" => {
-                // handled by the caller: one thread per process
-                return Err("ior".into());
+            "ior" | "h5bench.vpic" | "h5bench.bdcats" | "dlio" => {
+                // handled by the caller: one thread per process or loader thread
+                return Err(job.workload.clone());
             }
             w => return Err(format!("job {}: unsupported workload {w}", job.name)),
         }
@@ -103,9 +132,9 @@ pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u3
             let off = seq(pos);
             (if *phase == 0 { OpKind::Write } else { OpKind::Read }, off, reopen)
         }
-        Role::Ior { .. } => unreachable!("ior threads use next_ior"),
+        Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => unreachable!("not a filebench thread"),
     };
-    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen }
+    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0 }
 }
 
 /// Next request of IOR process `rank`: a write phase over every segment, then a read phase.
@@ -134,6 +163,7 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
         len: ior.transfer,
         fsync_after: *phase == 0 && last_of_phase && ior.fsync,
         reopen: *pos == 1,
+        start_at: 0,
     }
 }
 
@@ -145,5 +175,341 @@ pub fn ior_file_size(job: &JobConfig, nproc: u32) -> u64 {
         per
     } else {
         per * nproc as u64
+    }
+}
+
+/// Particle properties VPIC-IO writes per timestep: x, y, z, px, py, pz (float), id_1, id_2 (int).
+pub const H5_PROPERTIES: u64 = 8;
+/// Bytes of one property of one particle.
+pub const H5_ELEMENT: u64 = 4;
+
+/// Datasets written or read per timestep, and I/Os per dataset.
+fn h5_shape(h5: &H5Config, write: bool) -> (u64, u64) {
+    let datasets = if write && h5.file_pattern == "interleaved" { 1 } else { H5_PROPERTIES };
+    let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
+    (datasets, if strided { h5.block_cnt.max(1) } else { 1 })
+}
+
+/// Bytes of the shared HDF5 file: every timestep's datasets, one after the other (HDF5's
+/// contiguous layout; the few KiB of metadata are not simulated).
+pub fn h5_file_size(h5: &H5Config) -> u64 {
+    let total = h5.particles * h5.processes as u64;
+    H5_PROPERTIES * H5_ELEMENT * total * h5.timesteps
+}
+
+/// Next request of an h5bench rank, or None when its last timestep is done (the kernel ends, as
+/// the real one does; size `timesteps` to outlast the scenario to measure a steady state). Each
+/// timestep writes (or reads) the rank's part of every dataset, then the rank computes for
+/// `compute_ns` before the next timestep.
+pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Option<Request> {
+    let Role::H5 { rank, nproc, write } = role else { unreachable!() };
+    let h5 = job.h5bench.as_ref().expect("checked in config");
+    let (datasets, blocks) = h5_shape(h5, write);
+    let per_step = datasets * blocks;
+    if prog.step >= per_step * h5.timesteps {
+        return None;
+    }
+    let (t, rem) = (prog.step / per_step, prog.step % per_step);
+    let (d, b) = (rem / blocks, rem % blocks);
+    let start_at = if rem == 0 && prog.step > 0 { now + h5.compute_ns } else { now };
+    prog.step += 1;
+    let total = h5.particles * nproc as u64;
+    let rank = rank as u64;
+    let (offset, len) = if write && h5.file_pattern == "interleaved" {
+        // one compound dataset per timestep: each particle's eight fields side by side
+        let record = H5_PROPERTIES * H5_ELEMENT;
+        (t * total * record + rank * h5.particles * record, h5.particles * record)
+    } else {
+        let dataset = (t * H5_PROPERTIES + d) * total * H5_ELEMENT;
+        let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
+        if strided {
+            // BLOCK_CNT blocks of BLOCK_SIZE particles, STRIDE_SIZE apart, from the rank's offset;
+            // independent MPI-IO sends each block as its own system call
+            let start = rank * h5.particles + b * h5.stride;
+            (dataset + start * H5_ELEMENT, h5.block * H5_ELEMENT)
+        } else if !write && h5.read_option == "partial" {
+            // the first TO_READ_NUM_PARTICLES per rank: ranks' offsets are a prefix sum of them
+            (dataset + rank * h5.to_read * H5_ELEMENT, h5.to_read * H5_ELEMENT)
+        } else {
+            (dataset + rank * h5.particles * H5_ELEMENT, h5.particles * H5_ELEMENT)
+        }
+    };
+    Some(Request {
+        kind: if write { OpKind::Write } else { OpKind::Read },
+        file_slot: 0,
+        offset,
+        len,
+        fsync_after: false,
+        reopen: prog.step == 1,
+        start_at,
+    })
+}
+
+/// True for the DLIO formats read as whole files in order (records are shuffled in memory);
+/// the others are read sample by sample at shuffled offsets.
+pub fn dlio_sequential(format: &str) -> bool {
+    matches!(format, "tfrecord" | "npz")
+}
+
+/// A shuffle of 0..n that needs no table: i -> (a*i + c) mod n with a coprime to n, drawn
+/// from (seed, epoch). Consecutive positions land far apart, which is what the file system
+/// sees of DLIO's seeded shuffles.
+fn shuffle(i: u64, n: u64, seed: u64, epoch: u64) -> u64 {
+    if n <= 1 {
+        return 0;
+    }
+    let mut h = crate::rng::Rng::new(seed ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut a = h.below(n) | 1;
+    while gcd(a, n) != 1 {
+        a += 1;
+    }
+    let c = h.below(n);
+    ((a as u128 * i as u128 + c as u128) % n as u128) as u64
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Next request of a DLIO loader thread, or None when this worker has nothing to read (fewer
+/// files than workers with a whole-file format).
+///
+/// Files (sequential formats) or samples (random formats) of each epoch are shuffled and dealt
+/// round-robin to the `workers` loader threads of all ranks. Every `batch_size * sample_size /
+/// read_threads` bytes make one batch; the training step of a batch starts when the batch is
+/// read and the previous step has ended, and lasts `computation_ns`. A loader runs ahead of
+/// training by at most `prefetch` batches, then waits for the next step to start.
+pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, seed: u64) -> Option<Request> {
+    let Role::Dlio { worker, workers } = role else { unreachable!() };
+    let dl = job.dlio.as_ref().expect("checked in config");
+    let (w, n_workers) = (worker as u64, workers as u64);
+    // training steps of batches completed by the previous read
+    let batch = (dl.batch_size * dl.sample_size / dl.read_threads as u64).max(1);
+    while prog.batch_bytes >= batch {
+        prog.batch_bytes -= batch;
+        let start = prog.compute_end.max(now);
+        prog.compute_end = start + dl.computation_ns;
+        prog.queue.push_back(start);
+    }
+    while prog.queue.front().is_some_and(|&t| t <= now) {
+        prog.queue.pop_front();
+    }
+    let start_at = if prog.queue.len() >= dl.prefetch.max(1) as usize { prog.queue[0] } else { now };
+
+    let file_size = dl.samples_per_file * dl.sample_size;
+    let seed = seed ^ job.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let (file, offset, len, reopen);
+    if dlio_sequential(&dl.format) {
+        let mine = dl.files / n_workers + u64::from(w < dl.files % n_workers);
+        if mine == 0 {
+            return None;
+        }
+        if prog.offset >= file_size {
+            prog.offset = 0;
+            prog.step += 1;
+        }
+        if prog.step >= mine {
+            prog.step = 0;
+            prog.epoch += 1;
+        }
+        file = shuffle(w + prog.step * n_workers, dl.files, seed, prog.epoch);
+        offset = prog.offset;
+        len = dl.transfer_size.min(file_size - offset);
+        reopen = offset == 0;
+        prog.offset += len;
+    } else {
+        let samples = dl.files * dl.samples_per_file;
+        let mine = samples / n_workers + u64::from(w < samples % n_workers);
+        if mine == 0 {
+            return None;
+        }
+        if prog.offset >= dl.sample_size {
+            prog.offset = 0;
+            prog.step += 1;
+        }
+        if prog.step >= mine {
+            prog.step = 0;
+            prog.epoch += 1;
+        }
+        let sample = shuffle(w + prog.step * n_workers, samples, seed, prog.epoch);
+        file = sample / dl.samples_per_file;
+        offset = (sample % dl.samples_per_file) * dl.sample_size + prog.offset;
+        len = dl.transfer_size.min(dl.sample_size - prog.offset);
+        // the loader opens (maps) the files once per epoch
+        reopen = prog.step == 0 && prog.offset == 0;
+        prog.offset += len;
+    }
+    prog.batch_bytes += len;
+    Some(Request {
+        kind: OpKind::Read,
+        file_slot: file as usize,
+        offset,
+        len,
+        fsync_after: false,
+        reopen,
+        start_at,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DlioConfig;
+
+    fn job(workload: &str, h5bench: Option<H5Config>, dlio: Option<DlioConfig>) -> JobConfig {
+        JobConfig {
+            name: "j".into(),
+            clients: vec![0],
+            workload: workload.into(),
+            threads: 1,
+            iosize: 0,
+            filesize: 0,
+            stripe_count: 1,
+            stripe_size: 1 << 20,
+            start_ns: 0,
+            stop_ns: u64::MAX,
+            fsync: false,
+            ior: None,
+            h5bench,
+            dlio,
+        }
+    }
+
+    fn h5(file_pattern: &str, read_option: &str) -> H5Config {
+        H5Config {
+            processes: 2,
+            particles: 1000,
+            timesteps: 2,
+            compute_ns: 5,
+            file_pattern: file_pattern.into(),
+            read_option: read_option.into(),
+            to_read: 100,
+            stride: 64,
+            block: 16,
+            block_cnt: 3,
+        }
+    }
+
+    #[test]
+    fn vpic_writes_each_ranks_slab_of_every_dataset_then_computes() {
+        let j = job("h5bench.vpic", Some(h5("contig", "full")), None);
+        let role = Role::H5 { rank: 1, nproc: 2, write: true };
+        let mut prog = Progress::default();
+        let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 100)).collect();
+        assert_eq!(reqs.len(), 16, "8 datasets x 2 timesteps, then the kernel ends");
+        let dataset = 2 * 1000 * 4; // both ranks' particles, 4 bytes each
+        for (i, r) in reqs.iter().enumerate() {
+            assert_eq!((r.kind, r.offset, r.len), (OpKind::Write, i as u64 * dataset + 4000, 4000));
+            // the compute time comes between timesteps, not before the first
+            assert_eq!(r.start_at, if i == 8 { 105 } else { 100 }, "request {i}");
+            assert_eq!(r.reopen, i == 0);
+        }
+    }
+
+    #[test]
+    fn vpic_interleaved_writes_one_compound_record_array_per_timestep() {
+        let j = job("h5bench.vpic", Some(h5("interleaved", "full")), None);
+        let mut prog = Progress::default();
+        let role = Role::H5 { rank: 1, nproc: 2, write: true };
+        let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
+        let got: Vec<(u64, u64)> = reqs.iter().map(|r| (r.offset, r.len)).collect();
+        assert_eq!(got, vec![(32_000, 32_000), (96_000, 32_000)]);
+    }
+
+    #[test]
+    fn bdcats_partial_and_strided_reads() {
+        let role = Role::H5 { rank: 1, nproc: 2, write: false };
+        let j = job("h5bench.bdcats", Some(h5("contig", "partial")), None);
+        let mut prog = Progress::default();
+        let first = next_h5(role, &j, &mut prog, 0).unwrap();
+        assert_eq!((first.kind, first.offset, first.len), (OpKind::Read, 400, 400));
+
+        let j = job("h5bench.bdcats", Some(h5("contig", "strided")), None);
+        let mut prog = Progress::default();
+        let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
+        assert_eq!(reqs.len(), 2 * 8 * 3);
+        let got: Vec<(u64, u64)> = reqs[..4].iter().map(|r| (r.offset, r.len)).collect();
+        // blocks of 16 particles every 64 from the rank's offset (1000), then the next dataset
+        assert_eq!(got, vec![(4000, 64), (4256, 64), (4512, 64), (8000 + 4000, 64)]);
+    }
+
+    fn dlio(format: &str, computation_ns: u64) -> DlioConfig {
+        DlioConfig {
+            format: format.into(),
+            files: 5,
+            samples_per_file: 4,
+            sample_size: 1000,
+            transfer_size: 500,
+            read_threads: 1,
+            batch_size: 2,
+            computation_ns,
+            prefetch: 2,
+        }
+    }
+
+    #[test]
+    fn dlio_whole_file_formats_read_every_file_once_per_epoch() {
+        let j = job("dlio", None, Some(dlio("tfrecord", 0)));
+        let mut seen = Vec::new();
+        for worker in 0..2 {
+            let role = Role::Dlio { worker, workers: 2 };
+            let mut prog = Progress::default();
+            // 4000-byte files in 500-byte reads
+            let files = if worker == 0 { 3 } else { 2 };
+            for k in 0..files * 8 {
+                let r = next_dlio(role, &j, &mut prog, 0, 1).unwrap();
+                assert_eq!((r.offset, r.len, r.reopen), ((k % 8) * 500, 500, k % 8 == 0));
+                if k % 8 == 0 {
+                    seen.push(r.file_slot);
+                }
+            }
+            assert_eq!(prog.epoch, 0);
+            next_dlio(role, &j, &mut prog, 0, 1).unwrap();
+            assert_eq!(prog.epoch, 1, "worker {worker} starts its second epoch");
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn dlio_random_formats_read_samples_and_wait_for_training() {
+        let j = job("dlio", None, Some(dlio("indexed_binary", 1_000)));
+        let role = Role::Dlio { worker: 0, workers: 1 };
+        let mut prog = Progress::default();
+        let mut starts = Vec::new();
+        let mut samples = Vec::new();
+        let mut now = 0;
+        for _ in 0..13 {
+            let r = next_dlio(role, &j, &mut prog, now, 7).unwrap();
+            now = r.start_at + 10; // each read takes 10 ns
+            starts.push(r.start_at);
+            if r.offset.is_multiple_of(1000) {
+                samples.push(r.file_slot as u64 * 4 + r.offset / 1000);
+            }
+        }
+        // a batch is 2000 bytes (4 reads); training steps last 1000 ns. Batch 1 trains from
+        // 40 to 1040; batches 2 and 3 wait ready in the loader's queue (prefetch 2), so the
+        // first read of batch 4 waits for batch 2's step to start at 1040
+        let expected: Vec<u64> = (0..12).map(|i| i * 10).chain([1040]).collect();
+        assert_eq!(starts, expected);
+        samples.sort_unstable();
+        samples.dedup();
+        assert_eq!(samples.len(), 7, "13 half-sample reads cover 7 distinct samples");
+    }
+
+    #[test]
+    fn shuffle_is_a_permutation() {
+        for n in [1u64, 2, 7, 12, 500] {
+            let mut seen: Vec<u64> = (0..n).map(|i| shuffle(i, n, 42, 3)).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n = {n}");
+        }
+        // another epoch, another order
+        let a: Vec<u64> = (0..500).map(|i| shuffle(i, 500, 42, 0)).collect();
+        let b: Vec<u64> = (0..500).map(|i| shuffle(i, 500, 42, 1)).collect();
+        assert_ne!(a, b);
     }
 }

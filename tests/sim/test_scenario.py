@@ -65,6 +65,8 @@ def test_example_from_the_design_resolves_to_the_engine_config(write_scenario: C
             "stop_ns": 320000000000,
             "fsync": False,
             "ior": None,
+            "h5bench": None,
+            "dlio": None,
         }
     ]
 
@@ -164,6 +166,46 @@ def test_ior_defaults_follow_ior() -> None:
     assert job.filesize == 1 << 20  # one file per process
 
 
+def test_h5bench_jobs_take_h5bench_settings() -> None:
+    text = doc(
+        "[{name: v, clients: [0, 1], workload: h5bench.vpic, processes: 4, num_dims: 2, dim_1: 1k, dim_2: 256,"
+        " timesteps: 3, compute_time: 500ms, file_pattern: interleaved}]"
+    )
+    job = parse_scenario(text, "t.yaml").jobs[0]
+    assert job.h5bench is not None
+    assert (job.h5bench.processes, job.h5bench.particles, job.h5bench.timesteps) == (4, 1024 * 256, 3)
+    assert (job.h5bench.compute_ns, job.h5bench.file_pattern) == (500_000_000, "interleaved")
+    # one shared file: 8 properties of 4 bytes per particle, every rank, every timestep
+    assert job.filesize == 8 * 4 * 1024 * 256 * 4 * 3
+    defaults = parse_scenario(doc("[{name: b, client: 0, workload: h5bench.bdcats}]"), "t.yaml").jobs[0].h5bench
+    assert defaults is not None
+    assert (defaults.particles, defaults.timesteps, defaults.compute_ns, defaults.read_option) == (
+        8 << 20,
+        5,
+        1_000_000_000,
+        "full",
+    )
+
+
+def test_dlio_models_are_dlio_published_configurations_and_keys_override_them() -> None:
+    bert = parse_scenario(doc("[{name: d, clients: [0, 1], workload: dlio, model: bert}]"), "t.yaml").jobs[0]
+    assert bert.dlio is not None
+    assert (bert.dlio.format, bert.dlio.files, bert.dlio.samples_per_file, bert.dlio.sample_size) == (
+        "tfrecord",
+        500,
+        313532,
+        2500,
+    )
+    assert (bert.dlio.transfer_size, bert.dlio.batch_size, bert.dlio.computation_ns) == (262144, 48, 968_000_000)
+    text = doc(
+        "[{name: d, client: 0, workload: dlio, model: megatron_deepspeed, read_threads: 4, computation_time: 0s}]"
+    )
+    megatron = parse_scenario(text, "t.yaml").jobs[0].dlio
+    assert megatron is not None
+    assert (megatron.format, megatron.files, megatron.sample_size) == ("mmap_indexed_binary", 1, 2048)
+    assert (megatron.read_threads, megatron.computation_ns, megatron.transfer_size) == (4, 0, 2048)
+
+
 def test_tunable_values_become_strings() -> None:
     scenario = parse_scenario(
         doc(top="tunables: {osc.checksums: false, osc.max_dirty_mb: 512, llite.max_cached_mb: '4096'}\n"), "t.yaml"
@@ -213,8 +255,33 @@ def test_every_declared_tunable_is_accepted() -> None:
             doc("[{name: j, client: 0, workload: filebench.randread}]"),
             "jobs[0].workload: unknown workload 'filebench.randread' (did you mean 'filebench.randomread'?)",
         ),
-        (doc("[{name: j, client: 0, workload: dlio}]"), "workload 'dlio' is not supported"),
-        (doc("[{name: j, client: 0, workload: h5bench.vpic}]"), "arrives later"),
+        (doc("[{name: j, client: 0, workload: dlio}]"), "jobs[0]: missing required key 'sample_size'"),
+        (doc("[{name: j, client: 0, workload: dlio, model: resnet}]"), "jobs[0].model: 'resnet' is not an DLIO model"),
+        (doc("[{name: j, client: 0, workload: dlio, model: bert, format: png}]"), "jobs[0].format"),
+        (doc("[{name: j, client: 0, workload: dlio, model: bert, iosize: 1m}]"), "'iosize' applies to filebench.*"),
+        (doc("[{name: j, client: 0, workload: h5bench.vpic, read_option: full}]"), "applies to h5bench.bdcats jobs"),
+        (doc("[{name: j, client: 0, workload: h5bench.vpic, num_dims: 4}]"), "jobs[0].num_dims"),
+        (doc("[{name: j, client: 0, workload: h5bench.vpic, dim_2: 8}]"), "jobs[0].dim_2: must be 1 with num_dims: 1"),
+        (
+            doc("[{name: j, client: 0, workload: h5bench.vpic, num_dims: 3, dim_2: 2, file_pattern: interleaved}]"),
+            "jobs[0].file_pattern: interleaved is supported for num_dims 1 and 2 only",
+        ),
+        (
+            doc("[{name: j, client: 0, workload: h5bench.vpic, file_pattern: strided}]"),
+            "missing required key 'stride_size'",
+        ),
+        (
+            doc("[{name: j, client: 0, workload: h5bench.bdcats, read_option: partial, to_read_num_particles: 9m}]"),
+            "jobs[0].to_read_num_particles",
+        ),
+        (
+            doc(
+                "[{name: j, client: 0, workload: h5bench.bdcats, read_option: strided, dim_1: 1k,"
+                " stride_size: 64, block_size: 16, block_cnt: 100}]"
+            ),
+            "jobs[0].block_cnt: 100 blocks 64 apart do not fit",
+        ),
+        (doc("[{name: j, client: 0, workload: h5bench.bdcats, block_size: 16}]"), "applies only to strided access"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, start: 5s, stop: 5s}]"), "jobs[0].stop"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, start: 20s}]"), "must be after start"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, threads: 0}]"), "jobs[0].threads"),
@@ -224,7 +291,10 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc("[{name: j, client: 0, workload: filebench.seqread, fsync: maybe}]"), "jobs[0].fsync"),
         (doc(f"[{JOB}, {JOB}]"), "jobs[1].name: duplicate job name 'j'"),
         (doc("[]"), "jobs: expected a non-empty list"),
-        (doc("[{name: j, client: 0, workload: filebench.seqread, api: posix}]"), "'api' applies only to ior"),
+        (
+            doc("[{name: j, client: 0, workload: filebench.seqread, api: posix}]"),
+            "key 'api' applies to ior jobs, not to filebench.seqread",
+        ),
         (doc("[{name: j, client: 0, workload: ior, iosize: 1m}]"), "'iosize' does not apply to ior jobs: use transfer"),
         (doc("[{name: j, client: 0, workload: ior, transfer: 3m, block: 4m}]"), "jobs[0].block"),
         (doc("[{name: j, client: 0, workload: ior, api: hdf5}]"), "jobs[0].api"),

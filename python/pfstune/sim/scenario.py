@@ -30,6 +30,22 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
 of ``transfer``), ``segments`` (1), ``file_per_process`` (false), ``random`` (false), plus the
 common ``fsync``, striping, ``start`` and ``stop`` keys.
 
+``h5bench.vpic`` (h5bench_write) and ``h5bench.bdcats`` (h5bench_read) take h5bench's settings,
+lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_dims`` (1),
+``dim_1`` (8m particles; counts take k/m/g = 1024-multiples as h5bench's ``8 M``), ``dim_2`` and
+``dim_3`` (1), ``timesteps`` (5), ``compute_time`` (EMULATED_COMPUTE_TIME_PER_TIMESTEP, 1s);
+vpic: ``file_pattern`` (contig|interleaved|strided, contig); bdcats: ``read_option``
+(full|partial|strided, full) and ``to_read_num_particles``; strided access: ``stride_size``,
+``block_size``, ``block_cnt``.  Both kernels repeat until the job stops.
+
+``dlio`` jobs take the DLIO benchmark's settings: ``model`` (a preset from DLIO's published
+workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overrides it),
+``format`` (tfrecord|npz: whole files in order; indexed_binary|mmap_indexed_binary: samples at
+shuffled offsets), ``files`` (num_files_train), ``samples_per_file``, ``sample_size``
+(record_length), ``transfer_size`` (default the sample size), ``read_threads`` (1 per client;
+each client is one rank), ``batch_size`` (1), ``computation_time`` (per batch, 0s) and
+``prefetch_size`` (2).
+
 Validation is strict: an unknown key at any level, a missing required key, a bad size or
 duration, an out-of-range client, an unknown workload or tunable, ``stop <= start`` or a YAML
 syntax error raises :class:`~pfstune.errors.ScenarioError` with a one-line message naming the
@@ -91,9 +107,8 @@ FILEBENCH_WORKLOADS = tuple(
         "wholefilerw",
     )
 )
-WORKLOADS = (*FILEBENCH_WORKLOADS, "ior")
-#: Workloads of the scenario format that the simulator does not implement yet.
-LATER_WORKLOADS = ("h5bench.vpic", "h5bench.bdcats", "dlio")
+H5BENCH_WORKLOADS = ("h5bench.vpic", "h5bench.bdcats")
+WORKLOADS = (*FILEBENCH_WORKLOADS, "ior", *H5BENCH_WORKLOADS, "dlio")
 
 _TOP_KEYS = ("name", "seed", "duration", "probe_interval", "cluster", "tunables", "jobs")
 _COMMON_JOB_KEYS = (
@@ -109,8 +124,73 @@ _COMMON_JOB_KEYS = (
 )
 _FILEBENCH_KEYS = ("threads", "iosize", "filesize")
 _IOR_KEYS = ("api", "processes", "transfer", "block", "segments", "file_per_process", "random")
+_H5_KEYS = (
+    "processes",
+    "num_dims",
+    "dim_1",
+    "dim_2",
+    "dim_3",
+    "timesteps",
+    "compute_time",
+    "stride_size",
+    "block_size",
+    "block_cnt",
+)
+_VPIC_KEYS = (*_H5_KEYS, "file_pattern")
+_BDCATS_KEYS = (*_H5_KEYS, "read_option", "to_read_num_particles")
+_DLIO_KEYS = (
+    "model",
+    "format",
+    "files",
+    "samples_per_file",
+    "sample_size",
+    "transfer_size",
+    "read_threads",
+    "batch_size",
+    "computation_time",
+    "prefetch_size",
+)
+#: The keys of each workload family besides the common ones.
+_WORKLOAD_KEYS = {
+    "ior": _IOR_KEYS,
+    "h5bench.vpic": _VPIC_KEYS,
+    "h5bench.bdcats": _BDCATS_KEYS,
+    "dlio": _DLIO_KEYS,
+}
 #: What an ior job uses instead of each filebench-style key.
 _IOR_INSTEAD = {"iosize": "transfer", "filesize": "block and segments", "threads": "processes"}
+
+#: DLIO formats read sample by sample at shuffled offsets; the others are read as whole files in
+#: order (their records are shuffled in memory).
+DLIO_RANDOM_FORMATS = ("indexed_binary", "mmap_indexed_binary")
+DLIO_FORMATS = ("tfrecord", "npz", *DLIO_RANDOM_FORMATS)
+#: DLIO's published workload configurations (dlio_benchmark/configs/workload/*.yaml):
+#: bert.yaml, and megatron_deepspeed.yaml with its 0.03 s per step (290 steps in 8.9 s).
+DLIO_MODELS: dict[str, dict[str, Any]] = {
+    "bert": {
+        "format": "tfrecord",
+        "files": 500,
+        "samples_per_file": 313532,
+        "sample_size": 2500,
+        "transfer_size": 262144,
+        "read_threads": 1,
+        "batch_size": 48,
+        "computation_time": "968ms",
+    },
+    "megatron_deepspeed": {
+        "format": "mmap_indexed_binary",
+        "files": 1,
+        "samples_per_file": 277203535,
+        "sample_size": 2048,
+        "read_threads": 1,
+        "batch_size": 1024,
+        "computation_time": "30ms",
+    },
+}
+
+#: VPIC-IO's particle properties (x, y, z, px, py, pz, id_1, id_2), 4 bytes each.
+_H5_PROPERTIES = 8
+_H5_ELEMENT = 4
 
 _T = TypeVar("_T")
 _REQUIRED: Any = object()
@@ -128,6 +208,37 @@ class IorOptions:
     file_per_process: bool
     random: bool
     fsync: bool
+
+
+@dataclass(frozen=True)
+class H5Options:
+    """The h5bench settings of an ``h5bench.vpic`` or ``h5bench.bdcats`` job (counts of particles)."""
+
+    processes: int
+    particles: int  # per rank: DIM_1 x DIM_2 x DIM_3
+    timesteps: int
+    compute_ns: int
+    file_pattern: str
+    read_option: str
+    to_read: int
+    stride: int
+    block: int
+    block_cnt: int
+
+
+@dataclass(frozen=True)
+class DlioOptions:
+    """The DLIO settings of a ``dlio`` job (sizes in bytes)."""
+
+    format: str
+    files: int
+    samples_per_file: int
+    sample_size: int
+    transfer_size: int
+    read_threads: int
+    batch_size: int
+    computation_ns: int
+    prefetch: int
 
 
 @dataclass(frozen=True)
@@ -150,6 +261,8 @@ class Job:
     stop_ns: int
     fsync: bool
     ior: IorOptions | None = None
+    h5bench: H5Options | None = None
+    dlio: DlioOptions | None = None
 
 
 @dataclass(frozen=True)
@@ -194,6 +307,8 @@ class Scenario:
                     "stop_ns": job.stop_ns,
                     "fsync": job.fsync,
                     "ior": None if job.ior is None else asdict(job.ior),
+                    "h5bench": None if job.h5bench is None else asdict(job.h5bench),
+                    "dlio": None if job.dlio is None else asdict(job.dlio),
                 }
                 for job in self.jobs
             ],
@@ -389,25 +504,22 @@ class _Builder:
     def job(self, value: object, path: str, n_clients: int, n_osts: int, duration_ns: int) -> Job:
         doc = self.mapping(value, path)
         workload = self.get(doc, "workload", path, text)
-        if workload in LATER_WORKLOADS:
-            raise self.error(
-                f"{path}.workload",
-                f"workload {workload!r} is not supported by this version of pfstune yet "
-                f"(it arrives later); supported: {', '.join(WORKLOADS)}",
-            )
         if workload not in WORKLOADS:
             raise self.error(
                 f"{path}.workload",
                 f"unknown workload {workload!r}{_suggest(workload, WORKLOADS)}; supported: {', '.join(WORKLOADS)}",
             )
         is_ior = workload == "ior"
-        allowed = _COMMON_JOB_KEYS + (_IOR_KEYS if is_ior else _FILEBENCH_KEYS)
+        own = _WORKLOAD_KEYS.get(workload, _FILEBENCH_KEYS)
         for key in doc:
             if is_ior and key in _IOR_INSTEAD:
                 raise self.error(path, f"key {key!r} does not apply to ior jobs: use {_IOR_INSTEAD[key]}")
-            if not is_ior and key in _IOR_KEYS:
-                raise self.error(path, f"key {key!r} applies only to ior jobs, not to {workload}")
-        self.check_keys(doc, allowed, path)
+            if key not in own and key not in _COMMON_JOB_KEYS:
+                owners = [name for name, keys in _WORKLOAD_KEYS.items() if key in keys]
+                owners += ["filebench.*"] if key in _FILEBENCH_KEYS else []
+                if owners:
+                    raise self.error(path, f"key {key!r} applies to {' and '.join(owners)} jobs, not to {workload}")
+        self.check_keys(doc, _COMMON_JOB_KEYS + own, path)
 
         name = self.get(doc, "name", path, text)
         clients = self.clients(doc, path, n_clients)
@@ -422,9 +534,18 @@ class _Builder:
         fsync = self.get(doc, "fsync", path, boolean, False)
 
         ior = self.ior(doc, path, fsync) if is_ior else None
+        h5 = self.h5bench(doc, path, workload) if workload in H5BENCH_WORKLOADS else None
+        dlio = self.dlio(doc, path) if workload == "dlio" else None
         if ior is not None:
             threads, iosize = ior.processes, ior.transfer
             filesize = ior.block * ior.segments * (1 if ior.file_per_process else ior.processes)
+        elif h5 is not None:
+            # the size of the rank's part of one dataset, and of the shared file
+            threads, iosize = h5.processes, h5.particles * _H5_ELEMENT
+            filesize = _H5_PROPERTIES * _H5_ELEMENT * h5.particles * h5.processes * h5.timesteps
+        elif dlio is not None:
+            threads, iosize = dlio.read_threads * len(clients), dlio.transfer_size
+            filesize = dlio.samples_per_file * dlio.sample_size
         else:
             threads = self.get(doc, "threads", path, integer(1), 1)
             iosize = self.get(doc, "iosize", path, positive(parse_size), 1 << 20)
@@ -444,6 +565,8 @@ class _Builder:
             stop_ns=stop_ns,
             fsync=fsync,
             ior=ior,
+            h5bench=h5,
+            dlio=dlio,
         )
 
     def clients(self, doc: Mapping[str, Any], path: str, n_clients: int) -> tuple[int, ...]:
@@ -483,4 +606,83 @@ class _Builder:
             file_per_process=self.get(doc, "file_per_process", path, boolean, False),
             random=self.get(doc, "random", path, boolean, False),
             fsync=fsync,
+        )
+
+    def h5bench(self, doc: Mapping[str, Any], path: str, workload: str) -> H5Options:
+        count = positive(parse_size)
+        dims = self.get(doc, "num_dims", path, integer(1, 3), 1)
+        sizes = [self.get(doc, f"dim_{i}", path, count, (8 << 20) if i == 1 else 1) for i in (1, 2, 3)]
+        for i in range(dims + 1, 4):
+            if sizes[i - 1] != 1:
+                raise self.error(
+                    f"{path}.dim_{i}", f"must be 1 with num_dims: {dims} (h5bench: unused dimensions are 1)"
+                )
+        particles = sizes[0] * sizes[1] * sizes[2]
+        write = workload == "h5bench.vpic"
+        pattern = self.get(
+            doc, "file_pattern", path, choice("h5bench file pattern", "contig", "interleaved", "strided"), "contig"
+        )
+        option = self.get(doc, "read_option", path, choice("h5bench read option", "full", "partial", "strided"), "full")
+        strided = pattern == "strided" if write else option == "strided"
+        key = f"{path}.file_pattern" if write else f"{path}.read_option"
+        # the combinations h5bench supports (its documentation, "Supported Patterns")
+        if (strided or option == "partial") and dims != 1:
+            raise self.error(key, f"{pattern if write else option} access is supported for num_dims: 1 only")
+        if write and pattern == "interleaved" and dims == 3:
+            raise self.error(key, "interleaved is supported for num_dims 1 and 2 only")
+        to_read = particles
+        if option == "partial":
+            to_read = self.get(doc, "to_read_num_particles", path, count)
+            if to_read > particles:
+                raise self.error(
+                    f"{path}.to_read_num_particles", f"{to_read} is more than the {particles} particles per rank"
+                )
+        stride = block = block_cnt = 0
+        if strided:
+            stride = self.get(doc, "stride_size", path, count)
+            block = self.get(doc, "block_size", path, count)
+            block_cnt = self.get(doc, "block_cnt", path, count)
+            if block > stride:
+                raise self.error(f"{path}.block_size", f"block_size ({block}) is larger than stride_size ({stride})")
+            if (block_cnt - 1) * stride + block > particles:
+                raise self.error(
+                    f"{path}.block_cnt",
+                    f"{block_cnt} blocks {stride} apart do not fit in the {particles} particles per rank",
+                )
+        else:
+            for name in ("stride_size", "block_size", "block_cnt"):
+                if name in doc:
+                    raise self.error(f"{path}.{name}", "applies only to strided access")
+        return H5Options(
+            processes=self.get(doc, "processes", path, integer(1), 1),
+            particles=particles,
+            timesteps=self.get(doc, "timesteps", path, integer(1), 5),
+            compute_ns=self.get(doc, "compute_time", path, parse_duration, 1_000_000_000),
+            file_pattern=pattern,
+            read_option=option,
+            to_read=to_read,
+            stride=stride,
+            block=block,
+            block_cnt=block_cnt,
+        )
+
+    def dlio(self, doc: Mapping[str, Any], path: str) -> DlioOptions:
+        model = self.get(doc, "model", path, choice("DLIO model", *DLIO_MODELS), None)
+        merged = {**(DLIO_MODELS[model] if model else {}), **doc}
+        count = positive(parse_size)
+        data_format = self.get(merged, "format", path, choice("DLIO format", *DLIO_FORMATS), "npz")
+        sample_size = self.get(merged, "sample_size", path, positive(parse_size))
+        transfer = self.get(merged, "transfer_size", path, positive(parse_size), sample_size)
+        if data_format in DLIO_RANDOM_FORMATS:
+            transfer = min(transfer, sample_size)  # a read never spans two shuffled samples
+        return DlioOptions(
+            format=data_format,
+            files=self.get(merged, "files", path, count),
+            samples_per_file=self.get(merged, "samples_per_file", path, count),
+            sample_size=sample_size,
+            transfer_size=transfer,
+            read_threads=self.get(merged, "read_threads", path, integer(1, 256), 1),
+            batch_size=self.get(merged, "batch_size", path, integer(1), 1),
+            computation_ns=self.get(merged, "computation_time", path, parse_duration, 0),
+            prefetch=self.get(merged, "prefetch_size", path, integer(1, 1024), 2),
         )
