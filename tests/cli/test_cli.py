@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 
 from pfstune import __version__
-from pfstune.cli.demo import CONFIGS, DEMO_SCENARIO
 from pfstune.cli.main import main
 from pfstune.sim.presets import PRESETS
-from pfstune.sim.scenario import parse_scenario
 
 
 def pfstune(*args: str) -> subprocess.CompletedProcess[str]:
@@ -169,25 +167,9 @@ def test_serve_rejects_a_client_out_of_range(small_scenario: Path, tmp_path: Pat
     assert "--client 3" in result.stderr
 
 
-def test_demo_scenario_and_configurations_are_valid() -> None:
-    for config in CONFIGS:
-        scenario = parse_scenario(DEMO_SCENARIO, "<demo>", {"tunables": config})
-        assert scenario.duration_ns == 20 * 10**9
-
-
 def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
     result = pfstune("sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=8,0", "--duration", "1s")
     assert result.returncode == 2
     assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
     assert "osc.max_rpcs_in_flight" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_demo_runs_the_tuners_beside_the_static_configurations(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--json"]) == 0
-    results = json.loads(capsys.readouterr().out)["results"]
-    labels = [r["label"] for r in results]
-    assert labels[0] == "default (1024, 8)"
-    assert [r.get("tuner") for r in results[1:3]] == ["iopathtune", "dial"]
-    assert len(results) == 2 + len(CONFIGS)
-    assert all(r["mbps"] > 0 for r in results)

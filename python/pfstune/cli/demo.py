@@ -1,25 +1,35 @@
-"""``pfstune demo``: a short simulated run under the default, the tuners, and a few static configurations.
+"""``pfstune demo``: the first thing a new user runs.
 
-The scenario is built in: one client of the ``cloudlab-c6525`` preset (DIAL's testbed) reading
-16 MiB at random offsets for 20 simulated seconds, the workload where DIAL's data shows small
-RPCs with many in flight beating Lustre's default (1024 pages, 8 in flight).  It runs with the
-``iopathtune`` and ``dial`` tuners in the loop (the agent on the sim backend), and under a few
-static configurations; the static runs go in parallel worker processes.  (The full demo, with
-the oracle and a report in ``./pfstune-demo/``, comes with the benchmark harness.)
+Two short scenarios on a simulated cluster of DIAL's testbed (``cloudlab-c6525``) are benchmarked
+with the harness of ``pfstune bench`` under Lustre's default configuration, the IOPathTune and
+DIAL tuners (the agent in the loop, the shipped model for DIAL) and the oracle (the best static
+dial99 configuration, found by sweeping all 99).  The terminal gets a table; the output directory
+gets the bench report (``report.md`` with plots, ``bench.json``, ``runs.csv``) and the scenario
+files, so every figure can be reproduced with ``pfstune bench``.
+
+The scenarios are the cases the tuners exist for: random 16 MiB reads, where DIAL's real
+measurements show small RPCs with many in flight beating the default (1024 pages, 8 in flight),
+and a workload that changes halfway (sequential 16 MiB writes, then random 1 MiB reads), which a
+tuner must follow.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+from pathlib import Path
+from typing import Any
 
+from pfstune.bench.harness import run_bench, summary
+from pfstune.bench.report import write_report
+from pfstune.cli._common import positive_int
 from pfstune.cli._output import ProgressBar, format_table, print_json
-from pfstune.runs import simulate
-from pfstune.sim.scenario import parse_scenario
-from pfstune.sim.sweep import Config, sweep
+from pfstune.errors import UserError
 
-DEMO_SCENARIO = """\
-name: demo-randomread-16m
+#: The demo's scenarios, by file name (written into the output directory, then benchmarked).
+SCENARIOS: dict[str, str] = {
+    "randomread-16m.yaml": """\
+name: randomread-16m
+# One client of DIAL's testbed reads 16 MiB at random offsets of a 100 GiB file on one OST.
 seed: 1
 duration: 20s
 cluster:
@@ -27,69 +37,102 @@ cluster:
   clients: 1
 jobs:
   - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 100g}
-"""
+""",
+    "phase-change.yaml": """\
+name: phase-change
+# One client writes 16 MiB sequentially for 15 s, then reads 1 MiB at random offsets for 15 s.
+seed: 1
+duration: 30s
+cluster:
+  preset: cloudlab-c6525
+  clients: 1
+jobs:
+  - {name: writer, client: 0, workload: filebench.seqwrite, iosize: 16m, filesize: 100g, stop: 15s}
+  - {name: reader, client: 0, workload: filebench.randomread, iosize: 1m, filesize: 100g, start: 15s}
+""",
+}
 
-#: Tuners run in the loop, beside the static configurations.
-TUNERS = ("iopathtune", "dial")
-
-#: The empty configuration is Lustre's default (max_pages_per_rpc 1024, max_rpcs_in_flight 8).
-CONFIGS: list[Config] = [
-    {},
-    {"osc.max_pages_per_rpc": 256, "osc.max_rpcs_in_flight": 32},
-    {"osc.max_pages_per_rpc": 16, "osc.max_rpcs_in_flight": 128},
-    {"osc.max_pages_per_rpc": 8, "osc.max_rpcs_in_flight": 128},
-]
+#: The tuners compared, in table order.
+TUNERS = ("default", "iopathtune", "dial", "oracle")
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``demo``."""
     parser = subparsers.add_parser(
         "demo",
-        help="simulate a short scenario: default, tuners and static configurations",
+        help="benchmark the default, IOPathTune, DIAL and the oracle on two simulated scenarios",
         description=(
-            "Simulate 20 s of 16 MiB random reads on one client of DIAL's testbed (cloudlab-c6525) "
-            "under Lustre's default configuration, with the IOPathTune and DIAL tuners in the loop, and "
-            "under a few static (max_pages_per_rpc, max_rpcs_in_flight) configurations; print the "
-            "throughput of each."
+            "Simulate two short scenarios on one client of DIAL's testbed (cloudlab-c6525): 20 s of "
+            "16 MiB random reads, and 30 s that change from 16 MiB sequential writes to 1 MiB random "
+            "reads. Each runs under Lustre's default configuration, with the IOPathTune and DIAL "
+            "tuners in the loop, and under the oracle (the best of the 99 static dial99 "
+            "configurations, found by sweeping). Prints a table and writes report.md with plots, "
+            "bench.json, runs.csv and the scenario files into --out. Takes a few minutes on 2 cores."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--out", type=Path, default=Path("pfstune-demo"), metavar="DIR", help="report directory (./pfstune-demo)"
+    )
+    parser.add_argument("--jobs", type=positive_int, metavar="N", help="local worker processes (default: one per core)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON (without time series)")
     parser.set_defaults(func=main)
 
 
-def _label(config: Config) -> str:
-    if not config:
-        return "default (1024, 8)"
-    return f"({config['osc.max_pages_per_rpc']}, {config['osc.max_rpcs_in_flight']})"
+def write_scenarios(out: Path) -> list[str]:
+    """Write the demo's scenario files under ``out/scenarios``; return their paths."""
+    folder = out / "scenarios"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in SCENARIOS.items():
+            (folder / name).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot write there: {err.strerror or err}") from None
+    return [str(folder / name) for name in SCENARIOS]
 
 
-def _figures(run: dict[str, object]) -> dict[str, object]:
-    return {key: run[key] for key in ("mbps", "osc_mbps", "read_mbps", "write_mbps")}
+def table_rows(document: dict[str, Any]) -> list[list[str]]:
+    """One row per scenario and tuner: MB/s, ratio to the default and to the oracle, configuration."""
+    rows = []
+    for scenario in document["scenarios"]:
+        for tuner, r in scenario["results"].items():
+            vs_default, vs_oracle = r.get("vs_default"), r.get("vs_oracle")
+            config = scenario["oracle_configs"].get("1") if tuner == "oracle" else None
+            # (max_pages_per_rpc, max_rpcs_in_flight) of the static oracle; tuners change theirs
+            rows.append(
+                [
+                    scenario["name"],
+                    tuner,
+                    f"{r['mbps']:.1f}",
+                    "-" if vs_default is None else f"{(vs_default - 1) * 100:+.0f}%",
+                    "-" if vs_oracle is None else f"{vs_oracle:.2f}",
+                    "" if not config else "static ({}, {})".format(*config.values()),
+                ]
+            )
+    return rows
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the demo configurations and print their throughput."""
-    with ProgressBar(len(CONFIGS) + len(TUNERS), "simulating", " runs", enabled=not args.json) as bar:
-        report = sweep(DEMO_SCENARIO, "<demo>", {}, CONFIGS, os.cpu_count() or 1, lambda done, _total: bar.update(done))
-        for result in report["results"]:
-            result["label"] = _label(result["config"])
-        scenario = parse_scenario(DEMO_SCENARIO, "<demo>")
-        for done, tuner in enumerate(TUNERS, start=len(CONFIGS) + 1):
-            run = simulate(scenario, tuner)
-            changes = int(run["decisions"])
-            label = f"tuner {tuner} ({changes} change{'' if changes == 1 else 's'})"
-            report["results"].insert(
-                done - len(CONFIGS), {"config": {}, "tuner": tuner, "label": label, **_figures(run)}
-            )
+    """Run the demo bench, write the report, print the table (or JSON)."""
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out}: exists and is not a directory")
+    paths = write_scenarios(args.out)
+    with ProgressBar(1, "simulating", " runs", enabled=not args.json) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
             bar.update(done)
+
+        document = run_bench(paths, TUNERS, [1], jobs=args.jobs, progress=progress)
+    try:
+        files = write_report(document, args.out)
+    except OSError as err:
+        raise UserError(f"--out {args.out}: cannot write the report: {err.strerror or err}") from None
     if args.json:
-        print_json(report)
+        print_json(summary(document))
         return 0
-    baseline = report["results"][0]["mbps"]
-    rows = [
-        [r["label"], r["mbps"], f"{(r['mbps'] / baseline - 1) * 100:+.0f}%" if baseline else "-"]
-        for r in report["results"]
-    ]
-    print(f"{report['scenario']}: 20 s of 16 MiB random reads, 1 client, cloudlab-c6525 (simulated)\n")
-    print(format_table(["tuner or (max_pages_per_rpc, max_rpcs_in_flight)", "MB/s", "vs default"], rows))
+    print("Simulated cluster: DIAL's testbed (cloudlab-c6525), one client; MB/s of application I/O.\n")
+    headers = ["scenario", "tuner", "MB/s", "vs default", "vs oracle", "configuration"]
+    print(format_table(headers, table_rows(document)))
+    print(f"\nreport with plots: {files[2]}")
+    print(f"reproduce or extend: pfstune bench {' '.join(paths)} --tuners {','.join(TUNERS)}")
     return 0

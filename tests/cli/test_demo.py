@@ -1,0 +1,48 @@
+"""``pfstune demo``: its scenarios, and a shortened run end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pfstune.cli import demo
+from pfstune.cli.main import main
+from pfstune.sim.scenario import parse_scenario
+
+
+def test_demo_scenarios_are_valid_and_short() -> None:
+    for name, text in demo.SCENARIOS.items():
+        scenario = parse_scenario(text, name)
+        assert f"{scenario.name}.yaml" == name
+        assert scenario.duration_ns <= 30 * 10**9  # the demo must stay a few minutes on 2 cores
+        assert scenario.preset == "cloudlab-c6525"
+
+
+def test_demo_end_to_end_writes_the_report_and_prints_every_tuner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the first scenario, shortened to 1 s so that the 99-run oracle sweep stays quick
+    name, text = next(iter(demo.SCENARIOS.items()))
+    monkeypatch.setattr(demo, "SCENARIOS", {name: text.replace("duration: 20s", "duration: 1s")})
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--jobs", "2"]) == 0
+    printed = capsys.readouterr().out
+    for tuner in demo.TUNERS:
+        assert f"randomread-16m  {tuner}" in printed
+    assert "static (" in printed  # the oracle's configuration
+    for file in ("report.md", "bench.json", "runs.csv", "normalised.png", f"scenarios/{name}"):
+        assert (out / file).is_file(), file
+    document = json.loads((out / "bench.json").read_text())
+    results = document["scenarios"][0]["results"]
+    assert set(results) == set(demo.TUNERS)
+    # the oracle is the best static configuration: no static run (the default is one) beats it
+    assert results["oracle"]["mbps"] >= results["default"]["mbps"]
+
+
+def test_demo_refuses_an_output_path_that_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "file"
+    path.write_text("x")
+    assert main(["demo", "--out", str(path)]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
