@@ -126,16 +126,18 @@ def test_result(small_scenario: Path) -> None:
 @pytest.mark.parametrize(
     "path",
     sorted((Path(__file__).parents[2] / ".." / "shared" / "scenarios").glob("*.yaml"))
-    + sorted((Path(__file__).parents[2] / "scenarios").glob("*.yaml")),
+    + sorted((Path(__file__).parents[2] / "scenarios").rglob("*.yaml")),
     ids=lambda p: p.stem,
 )
 def test_every_example_scenario_runs(path: Path) -> None:
     """Each shared and repository scenario simulates a little without error, moving data."""
-    overrides = {"duration": "300ms"}
+    # 300 ms past the last job start, so that every job runs
+    last_start_ms = max(job.start_ns for job in load_scenario(path).jobs) // 1_000_000
+    overrides = {"duration": f"{last_start_ms + 300}ms"}
     engine = Engine(load_scenario(path, overrides))
     engine.run()
     result = engine.result()
-    assert result["sim_seconds"] == pytest.approx(0.3)
+    assert result["sim_seconds"] == pytest.approx(last_start_ms / 1000 + 0.3)
     assert result["events"] > 0
     assert result["mbps"] > 0
     engine.check_invariants()
