@@ -14,6 +14,7 @@ from pfstune.bench.report import write_report
 from pfstune.cli.main import main
 from pfstune.errors import UserError
 from pfstune.sim.scenario import parse_scenario
+from pfstune.sim.sweep import run_scenario
 
 TWO_PHASES = """\
 name: two-phases
@@ -36,14 +37,24 @@ def test_phase_starts_are_job_starts_and_stops_inside_the_run() -> None:
     assert phase_starts(scenario) == [0.0, 1.0, 1.5]
 
 
-def test_convergence_is_the_first_window_at_95_percent_of_the_reference_phase_mean() -> None:
+def test_convergence_is_the_first_window_at_95_percent_of_the_phase_best() -> None:
     times = [0.5 * i for i in range(1, 13)]  # 0.5 .. 6.0 s
-    reference = {"time": times, "osc_mbps": [100.0] * 6 + [200.0] * 6}
+    best = [100.0, 200.0]  # the best static configuration of each phase
     tuner = {"time": times, "osc_mbps": [10, 50, 96, 96, 96, 96, 100, 100, 190, 190, 190, 190]}
     # phase 1 (0-3 s): the 1 s window ending at 2.0 s averages 96 >= 95; phase 2 (3-6 s): 190 >= 190 at 5.0 s.
-    assert convergence(tuner, reference, [0.0, 3.0], 6.0) == [2.0, 2.0]
+    assert convergence(tuner, best, [0.0, 3.0], 6.0) == [2.0, 2.0]
     never = {"time": times, "osc_mbps": [50.0] * 12}
-    assert convergence(never, reference, [0.0, 3.0], 6.0) == [None, None]
+    assert convergence(never, best, [0.0, 3.0], 6.0) == [None, None]
+    assert convergence(never, [0.0, 0.0], [0.0, 3.0], 6.0) == [0.0, 0.0]  # nothing to reach in idle phases
+
+
+def test_static_runs_report_each_phase_and_the_phases_add_up(two_phases: Path) -> None:
+    scenario = parse_scenario(two_phases.read_text(), str(two_phases))
+    result = run_scenario(scenario, [0.0, 1.0])
+    first, second = result["phase_osc_mbps"]
+    # 1 s each: the whole run's OSC MB/s is the mean of the two phases
+    assert (first + second) / 2 == pytest.approx(result["osc_mbps"])
+    assert run_scenario(scenario)["osc_mbps"] == pytest.approx(result["osc_mbps"])
 
 
 def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_phases: Path, tmp_path: Path) -> None:
@@ -57,6 +68,9 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
     assert results["oracle"]["mbps"] >= results["default"]["mbps"]
     assert results["default"]["mbps_min"] <= results["default"]["mbps"] <= results["default"]["mbps_max"]
     assert len(results["default"]["convergence_s"]) == 2
+    # each phase has its best static configuration, at least as good there as the whole-run oracle
+    phase_best = scenario["phase_best"]["1"]
+    assert [set(p["config"]) for p in phase_best] == [{"osc.max_pages_per_rpc", "osc.max_rpcs_in_flight"}] * 2
     assert len(document["runs"]) == 6
     run = document["runs"][0]
     assert len(run["series"]["time"]) == len(run["series"]["osc_mbps"]) == 4  # 2 s at 0.5 s, first probe excluded

@@ -77,6 +77,17 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
                 for seed, c in scenario["oracle_configs"].items()
             )
             lines += [f"Oracle (best static max_pages_per_rpc, max_rpcs_in_flight): {best}.", ""]
+        for seed, phases in scenario.get("phase_best", {}).items():
+            if len(phases) > 1:
+                per_phase = "; ".join(
+                    f"{t:g} s: ({p['config']['osc.max_pages_per_rpc']}, {p['config']['osc.max_rpcs_in_flight']}) "
+                    f"{p['osc_mbps']:.0f} MB/s"
+                    for t, p in zip(starts, phases, strict=True)
+                )
+                lines += [f"Best static configuration of each phase (seed {seed}, OSC MB/s): {per_phase}.", ""]
+        if scenario["results"]:
+            note = "Convergence: seconds from each phase start until a 1 s window reaches 95% of the phase's best."
+            lines += [note, ""]
         header = (
             "| tuner | MB/s | spread (std, min-max) | vs oracle | vs default | convergence (s) per phase | decide ms |"
         )

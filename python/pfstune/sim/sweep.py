@@ -52,11 +52,28 @@ def run_config(text: str, source: str, overrides: Mapping[str, Any], config: Con
     return run_scenario(parse_scenario(text, source, _with_config(overrides, config)))
 
 
-def run_scenario(scenario: Scenario) -> dict[str, Any]:
-    """Run ``scenario`` to its end; return :meth:`Engine.result` (a worker process's job)."""
+def run_scenario(scenario: Scenario, marks_s: Sequence[float] = ()) -> dict[str, Any]:
+    """Run ``scenario`` to its end; return :meth:`Engine.result` (a worker process's job).
+
+    With ``marks_s`` (increasing times in seconds, the first 0), the result also holds
+    ``phase_osc_mbps``: the OSC MB/s of each span from one mark to the next (the last to the end),
+    which is how the bench finds the best static configuration of each phase.
+    """
     engine = Engine(scenario)
-    engine.run()
-    return engine.result()
+    if not marks_s:
+        engine.run()
+        return engine.result()
+    end_ns = scenario.duration_ns
+    bounds = [round(t * 1e9) for t in marks_s] + [end_ns]
+    phase_mbps: list[float] = []
+    carried = 0
+    for start, stop in itertools.pairwise(bounds):
+        engine.run(until_ns=stop)
+        totals = engine.totals()
+        osc_bytes = totals["osc_read_bytes"] + totals["osc_write_bytes"]
+        phase_mbps.append((osc_bytes - carried) / ((stop - start) / 1e9) / 1e6 if stop > start else 0.0)
+        carried = osc_bytes
+    return {**engine.result(), "phase_osc_mbps": phase_mbps}
 
 
 def with_tunables(scenario: Scenario, config: Config) -> Scenario:
