@@ -72,6 +72,28 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.set_defaults(func=main)
 
 
+def check_out(out: Path) -> None:
+    """Refuse a report directory that cannot be one, before any run."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: exists and is not a directory")
+
+
+def bench_and_report(out: Path, label: str, quiet: bool, **bench: Any) -> tuple[dict[str, Any], list[Path]]:
+    """:func:`run_bench` (keyword arguments ``bench``) under a progress bar, then the report in ``out``."""
+    with ProgressBar(1, label, " runs", enabled=not quiet) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done)
+
+        document = run_bench(**bench, progress=progress)
+    try:
+        files = write_report(document, out)
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot write the report: {err.strerror or err}") from None
+    return document, files
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the bench, write the report, print the table or JSON."""
     options: dict[str, dict[str, str]] = {}
@@ -79,29 +101,20 @@ def main(args: argparse.Namespace) -> int:
         if tuner not in args.tuners:
             raise UserError(f"--tuner-option {tuner}:{key}: {tuner} is not among --tuners")
         options.setdefault(tuner, {})[key] = value
-    if args.out.exists() and not args.out.is_dir():
-        raise UserError(f"--out {args.out}: exists and is not a directory")
+    check_out(args.out)
     overrides: dict[str, Any] = {"duration": args.duration} if args.duration else {}
-    with ProgressBar(1, "benchmarking", " runs", enabled=not args.json) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done)
-
-        document = run_bench(
-            args.scenarios,
-            args.tuners,
-            args.seeds,
-            overrides=overrides,
-            options=options,
-            jobs=args.jobs,
-            scheduler=args.scheduler,
-            progress=progress,
-        )
-    try:
-        files = write_report(document, args.out)
-    except OSError as err:
-        raise UserError(f"--out {args.out}: cannot write the report: {err.strerror or err}") from None
+    document, files = bench_and_report(
+        args.out,
+        "benchmarking",
+        args.json,
+        scenario_paths=args.scenarios,
+        tuners=args.tuners,
+        seeds=args.seeds,
+        overrides=overrides,
+        options=options,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+    )
     if args.json:
         print_json(summary(document))
         return 0

@@ -19,10 +19,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import run_bench, summary
-from pfstune.bench.report import write_report
+from pfstune.bench.harness import summary
 from pfstune.cli._common import positive_int
-from pfstune.cli._output import ProgressBar, format_table, print_json
+from pfstune.cli._output import format_table, print_json
+from pfstune.cli.bench import bench_and_report, check_out
 from pfstune.errors import UserError
 
 #: The demo's scenarios, by file name (written into the output directory, then benchmarked).
@@ -113,20 +113,11 @@ def table_rows(document: dict[str, Any]) -> list[list[str]]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the demo bench, write the report, print the table (or JSON)."""
-    if args.out.exists() and not args.out.is_dir():
-        raise UserError(f"--out {args.out}: exists and is not a directory")
+    check_out(args.out)
     paths = write_scenarios(args.out)
-    with ProgressBar(1, "simulating", " runs", enabled=not args.json) as bar:
-
-        def progress(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done)
-
-        document = run_bench(paths, TUNERS, [1], jobs=args.jobs, progress=progress)
-    try:
-        files = write_report(document, args.out)
-    except OSError as err:
-        raise UserError(f"--out {args.out}: cannot write the report: {err.strerror or err}") from None
+    document, files = bench_and_report(
+        args.out, "simulating", args.json, scenario_paths=paths, tuners=TUNERS, seeds=[1], jobs=args.jobs
+    )
     if args.json:
         print_json(summary(document))
         return 0
