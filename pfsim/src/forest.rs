@@ -280,6 +280,28 @@ mod tests {
     }
 
     #[test]
+    fn zero_as_missing_goes_the_default_way() {
+        // One split of missing type Zero on column 0 at -1.0, default left: 0 and NaN go left.
+        let splits = RowSplits::new(
+            2,
+            8,
+            1,
+            vec![0; 8],
+            vec![0, -1, -1, -1, -1, -1, -1, -1],
+            vec![true, false, false, false, false, false, false, false],
+            vec![true, false, false, false, false, false, false, false],
+            vec![false; 8],
+            vec![(0, vec![-1.0])],
+            vec![vec![(0, 0, 1, 2), (2, 0, 0, 0), (2, 1, 0, 0)]],
+            vec![1.0, 2.0],
+            f64::from(1e-35f32),
+        )
+        .unwrap();
+        let open = splits.open_leaves(&[0.0, f64::NAN, -2.0, 3.0, 1e-40], 1);
+        assert_eq!(open.indices, vec![0, 0, 0, 1, 0]);
+    }
+
+    #[test]
     fn layouts_are_checked() {
         let tree = vec![vec![(2, 0, 0, 0)]];
         let ok = RowSplits::new(

@@ -394,15 +394,17 @@ fn histogram_rows(rows: &[u8], mut row: impl FnMut(u64, u64, u64) -> Result<(), 
 /// ASCII digits from `*at` as u64, `*at` moved past them; None if there are none or beyond u64.
 fn number(text: &[u8], at: &mut usize) -> Option<u64> {
     let start = *at;
-    let mut value: u64 = 0;
-    while let Some(&c) = text.get(*at) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-        *at += 1;
+    let digits = text[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+    *at += digits;
+    let run = &text[start..start + digits];
+    match digits {
+        0 => None,
+        // 19 digits never overflow a u64 (< 10^19 < 2^64): no check per digit (the common case).
+        1..=19 => Some(run.iter().fold(0u64, |value, &c| value * 10 + u64::from(c - b'0'))),
+        _ => run.iter().try_fold(0u64, |value, &c| {
+            value.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+        }),
     }
-    (*at > start).then_some(value)
 }
 
 /// Parse `osc.*.rpc_stats` as the Python fast path does; see the module docstring.
@@ -519,6 +521,8 @@ enum Kind {
 #[derive(Clone, Debug)]
 struct FileSpec {
     param: String,
+    /// The param's index in [`Reader::param_names`] (names repeat across devices).
+    name: usize,
     path: PathBuf,
     kind: Kind,
 }
@@ -598,8 +602,9 @@ pub struct Reading {
     pub status: Vec<u8>,
     /// (device, param, why) for every file refused or unreadable.
     pub refused: Vec<(usize, String, String)>,
-    /// Per device: its one-line files, (param, value); empty for a device not read.
-    pub scalars: Vec<Vec<(String, Scalar)>>,
+    /// Per device: its one-line files, (index in [`Reader::param_names`], value); empty for a
+    /// device not read.
+    pub scalars: Vec<Vec<(usize, Scalar)>>,
     /// Per OSC device (in device order): the table's tunables, NaN where absent or text.
     pub tunables: Vec<f64>,
     /// (OSC row, tunable) whose value is text: the caller turns the text into a number.
@@ -616,6 +621,7 @@ pub struct Reading {
 /// The files of a client's devices, read and parsed together (see the module docstring).
 pub struct Reader {
     devices: Vec<(bool, Vec<FileSpec>)>,
+    param_names: Vec<String>,
     tunables: Vec<String>,
     pub osc_vocabulary: Vocabulary,
     pub llite_vocabulary: Vocabulary,
@@ -647,6 +653,7 @@ impl Reader {
     /// such, anything else as a one-line file.  `tunables` names the one-line files whose value
     /// goes into the table's tunables columns, in order.
     pub fn new(devices: Vec<(bool, Vec<(String, String)>)>, tunables: Vec<String>) -> Reader {
+        let mut param_names: Vec<String> = Vec::new();
         let devices = devices
             .into_iter()
             .map(|(osc, files)| {
@@ -658,8 +665,13 @@ impl Reader {
                             "stats" => Kind::Stats,
                             name => Kind::Scalar(tunables.iter().position(|t| t == name)),
                         };
+                        let name = param_names.iter().position(|n| *n == param).unwrap_or_else(|| {
+                            param_names.push(param.clone());
+                            param_names.len() - 1
+                        });
                         FileSpec {
                             param,
+                            name,
                             path: PathBuf::from(path),
                             kind,
                         }
@@ -670,11 +682,17 @@ impl Reader {
             .collect();
         Reader {
             devices,
+            param_names,
             tunables,
             osc_vocabulary: Vocabulary::default(),
             llite_vocabulary: Vocabulary::default(),
             buffer: vec![0; 16384],
         }
+    }
+
+    /// The names of the files read, as [`Reading::scalars`] refers to them.
+    pub fn param_names(&self) -> &[String] {
+        &self.param_names
     }
 
     /// Read and parse every file of every device.
@@ -728,7 +746,7 @@ impl Reader {
                                     Scalar::Text(_) => texts.push(j),
                                 }
                             }
-                            scalars.push((spec.param.clone(), value));
+                            scalars.push((spec.name, value));
                             None
                         }
                         Err(why) => Some(why),
@@ -958,6 +976,21 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
     }
 
     #[test]
+    fn numbers_up_to_u64() {
+        let mut at = 0;
+        assert_eq!(number(b"18446744073709551615:", &mut at), Some(u64::MAX));
+        assert_eq!(at, 20);
+        for (text, value) in [
+            (&b"0"[..], Some(0)),
+            (b"9999999999999999999", Some(9_999_999_999_999_999_999)),
+            (b"18446744073709551616", None),
+            (b"x", None),
+        ] {
+            assert_eq!(number(text, &mut 0), value, "{text:?}");
+        }
+    }
+
+    #[test]
     fn scalars() {
         assert_eq!(parse_scalar(b"8\n"), Ok(Scalar::Int(8)));
         assert_eq!(parse_scalar(b"8\n\0\0"), Ok(Scalar::Int(8)));
@@ -1030,7 +1063,10 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
         assert_eq!(got.text_cells, vec![(0, 1)]);
         assert_eq!(
             got.scalars[0][1],
-            ("max_dirty_mb".to_string(), Scalar::Text("crc32 [adler]".into()))
+            (
+                reader.param_names().iter().position(|n| n == "max_dirty_mb").unwrap(),
+                Scalar::Text("crc32 [adler]".into())
+            )
         );
         assert!(got.scalars[1].is_empty());
         assert_eq!(got.rpc_present, vec![1, 0, 0]);

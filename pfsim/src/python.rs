@@ -2,7 +2,7 @@
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::config::Config;
 use crate::engine::Sim;
@@ -156,6 +156,9 @@ impl StatsReader {
         let out = PyDict::new(py);
         out.set_item("status", PyBytes::new(py, &got.status))?;
         out.set_item("refused", got.refused)?;
+        // One Python string per file name, shared by every device's dict.
+        let names: Vec<Bound<'py, PyString>> =
+            self.reader.param_names().iter().map(|name| PyString::new(py, name)).collect();
         let scalars = PyList::empty(py);
         for (status, values) in got.status.iter().zip(&got.scalars) {
             if *status != 0 {
@@ -163,10 +166,10 @@ impl StatsReader {
                 continue;
             }
             let d = PyDict::new(py);
-            for (param, value) in values {
+            for (name, value) in values {
                 match value {
-                    Scalar::Int(v) => d.set_item(param, *v)?,
-                    Scalar::Text(t) => d.set_item(param, t)?,
+                    Scalar::Int(v) => d.set_item(&names[*name], *v)?,
+                    Scalar::Text(t) => d.set_item(&names[*name], t)?,
                 }
             }
             scalars.append(d)?;
@@ -217,8 +220,22 @@ impl LeafFinder {
         values: Vec<f64>,
         zero_threshold: f64,
     ) -> PyResult<Self> {
+        if trees.len().saturating_mul(leaves) >= i32::MAX as usize {
+            return Err(PyValueError::new_err("too many leaves for int32 indices"));
+        }
         let splits = RowSplits::new(
-            leaves, bits, columns, column, rank, default_left, zero, nan, cuts, trees, values, zero_threshold,
+            leaves,
+            bits,
+            columns,
+            column,
+            rank,
+            default_left,
+            zero,
+            nan,
+            cuts,
+            trees,
+            values,
+            zero_threshold,
         )
         .map_err(PyValueError::new_err)?;
         Ok(LeafFinder { splits, columns })

@@ -29,10 +29,11 @@ New devices (a new mount, an added OST) are picked up at the next discovery: eve
 
 :meth:`Prober.probe_table` is the agent's probe: the same discovery, but only the files the
 features read, read and parsed by the Rust extension (``pfstune._pfsim.StatsReader``) straight
-into a :class:`~pfstune.lustre.table.ProbeTable` (about 0.04 ms per OSC instead of 0.2 ms).
-Its parsers accept a strict subset of what the Python ones do, with the same numbers (tested);
-a device with anything else in its files, or a file it could not read, is read again by the
-per-device Python reader above, so every rule of this docstring holds for it too.
+into a :class:`~pfstune.lustre.table.ProbeTable` (0.03 ms per OSC instead of 0.13 ms on the
+machine of docs/performance.md).  Its parsers accept a strict subset of what the Python ones do,
+with the same numbers (tested); a device with anything else in its files, or a file it could not
+read, is read again by the per-device Python reader above, so every rule of this docstring holds
+for it too.
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ B depends only on the candidates and the groups, which the agent passes again ev
 is kept for the next call with the same ones.  A is found by the Rust extension when it is built
 (``pfstune._pfsim.LeafFinder``: each tree walked from its root, a row split one way, a candidate
 split both ways), else by the numpy arrays of ``_reached``; both give the same matrix (tested).
-Measured (docs/models.md): about 25 ms for 1,000 OSCs x 99 candidates of the shipped write
-model on one core (48 ms with the numpy A), against 500 ms for LightGBM.
+Measured (docs/models.md): 16 ms for 1,000 OSCs x 99 candidates of the shipped write model,
+all in one configuration, on one core (28 ms with the numpy A in the same run), against 500 ms
+for LightGBM.
 
 A split decides as LightGBM's ``NumericalDecision`` over its dense-matrix input: a value with
 ``|x| <= 1e-35f`` is 0 (LightGBM leaves it out of the row it builds), NaN is 0 unless the split's
