@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
 from pfstune.agent import Agent, TickReport
 from pfstune.backends._base import Backend
+from pfstune.backends.lustre import LustreBackend
 from pfstune.backends.sim import SimBackend
 from pfstune.cli.main import main
 from pfstune.clock import Clock
+from pfstune.features import osc_features
 from pfstune.lustre.limits import ActuatorError
+from pfstune.lustre.snapshot import MINIMAL_FILES, Prober
 from pfstune.lustre.types import Snapshot
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import load_scenario
+from pfstune.sim.tree import VirtualTree
 from pfstune.tuners._base import Config, Context, Tuner
 from pfstune.tuners.default import DefaultTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
@@ -186,3 +194,62 @@ def test_sim_run_with_a_tuner(seqrw: Path, capsys: pytest.CaptureFixture[str]) -
     result = json.loads(capsys.readouterr().out)
     assert result["tuner"] == "iopathtune"
     assert result["decisions"] > 0
+
+
+class _Recorder(Tuner):
+    """Keeps what the agent hands it: every observed row, as a dict."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, dict[str, float]]] = []
+
+    def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
+        if not self.rows or osc in self.rows[-1]:
+            self.rows.append({})
+        self.rows[-1][osc] = dict(metrics)
+
+    def suggest(self, context: Context) -> Config:
+        return dict(context.config)
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def test_the_agent_rows_are_osc_features_of_the_probes(small_scenario: Path, tmp_path: Path) -> None:
+    """One feature path: the rows the agent builds from the Lustre backend's tables are, value for
+    value and name for name, :func:`osc_features` of the same files read as snapshots."""
+    engine = Engine(load_scenario(small_scenario))
+    tree = VirtualTree(engine, 0, tmp_path / "root", log=lambda line: None)
+    tree.refresh()
+    prober = Prober(tmp_path / "root", files=MINIMAL_FILES)
+    recorder = _Recorder()
+    snapshots: list[Snapshot] = []
+    with LustreBackend(tmp_path / "root", state_dir=tmp_path / "state") as backend:
+        agent = Agent(backend, recorder, interval=0.1)
+        for _ in range(4):
+            agent.tick()
+            snapshots.append(prober.probe(0.0))  # the same files, through the Python parsers
+            engine.run(until_ns=engine.now_ns + 100_000_000)
+            tree.refresh()
+    assert len(recorder.rows) == 3
+    previous: dict[str, dict[str, float]] = {}
+    for (before, after), rows in zip(itertools.pairwise(snapshots), recorder.rows, strict=True):
+        mounts = {osc: llite for llite in after["llite"].values() for osc in llite.get("osc", [])}
+        mounts_before = {osc: llite for llite in before["llite"].values() for osc in llite.get("osc", [])}
+        assert set(rows) == set(after["osc"])
+        for osc, row in rows.items():
+            seconds = row["actual_record_duration"]  # the agent's clock; the files are the same
+            expected = osc_features(
+                before["osc"][osc],
+                after["osc"][osc],
+                mounts_before.get(osc),
+                mounts.get(osc),
+                seconds,
+                prev_interval=previous.get(osc),
+            )
+            assert list(row) == list(expected)
+            assert all(_same(row[name], expected[name]) for name in expected), osc
+            previous[osc] = expected
+    assert any(row["ost_read_rpc_bytes_data.samples_sum"] > 0 for rows in recorder.rows for row in rows.values())

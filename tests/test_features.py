@@ -29,6 +29,8 @@ from pfstune.features import (
     osc_features,
     osc_throughput_mbps,
 )
+from pfstune.lustre import table
+from pfstune.lustre.table import HIST_BLOCKS, RPC_LINES, TUNABLES
 from pfstune.lustre.types import Counter, HistogramPair, LliteSnapshot, OscSnapshot, RpcStats
 from tests.conftest import SHARED, SMALL_SCENARIO
 
@@ -116,6 +118,14 @@ def test_dial_columns_are_the_dataset_columns_in_order() -> None:
     assert set(RAW_COLUMNS) | set(DERIVED_COLUMNS) == set(dial)
     assert all(c.startswith("x_") for c in (*EXTRA_COLUMNS, *LIVE_COLUMNS))
     assert len(set(FEATURE_COLUMNS) | set(LIVE_COLUMNS)) == len(FEATURE_COLUMNS) + len(LIVE_COLUMNS)
+
+
+def test_the_table_columns_are_the_ones_stage_1_names() -> None:
+    """pfstune.lustre.table lays its columns out in the order stage 1 reads them."""
+    assert tuple(features._OSC_TUNABLES.values()) == TUNABLES
+    assert tuple(features._RPC_LINES.values()) == RPC_LINES == tuple(features._TRUE_RPC_LINES.values())
+    assert tuple(features._HIST_ROWS) == tuple((block, op) for block, op, _ in HIST_BLOCKS)
+    assert PPR_LABELS is table.PPR_LABELS
 
 
 def test_docstring_examples() -> None:
@@ -275,6 +285,54 @@ def test_prev_write_rif_bytes_uses_the_previous_interval_when_given() -> None:
     row = osc_features(prev, cur, None, None, 0.5, prev_interval=earlier)
     assert row["x_prev_write_rif_bytes"] == 2 * MIB
     assert row["write_rpc_generation_rate"] == math.trunc((3 * 2 * MIB + 8 * MIB - 2 * MIB) / 0.5)
+
+
+def test_a_batch_gives_each_osc_its_own_row() -> None:
+    """Stage 1 over tables: a batch of unlike OSCs (different counters, files missing, clears,
+    folded histogram labels) gives each the row it gets alone."""
+    big = rpc_stats(ppr=hist_pair(write={1024: 3, 8192: 2}), w_rif=4)
+    pairs = [
+        (osc({"ost_write": counter(3, 5, 9, 20, "usec")}), osc({"ost_write": counter(5, 1, 9, 30, "usec")})),
+        (osc({"read_bytes": counter(2, 4096, 4096, 8192)}), osc({"read_bytes": counter(1, 4096, 4096, 4096)})),
+        (osc({}, rpc=big), osc({"req_active": counter(4, None, None, None, "reqs")}, rpc=big)),
+        (OscSnapshot(tunables={"max_pages_per_rpc": 256}), osc({}, start=5.0)),
+    ]
+    mounts = [llite({"write_bytes": counter(1, 7, 7, 7)}), None, llite({}), llite({}, start=3.0)]
+    intervals = [
+        features.OscInterval(prev, cur, mounts[i], mounts[-1 - i], 0.25 * (i + 1))
+        for i, (prev, cur) in enumerate(pairs)
+    ]
+    batch = features.osc_features_many(intervals)
+    for interval, row in zip(intervals, batch, strict=True):
+        alone = osc_features(*interval[:5])
+        assert list(row) == list(alone)
+        assert all((math.isnan(row[k]) and math.isnan(alone[k])) or row[k] == alone[k] for k in row)
+
+
+def test_feature_rows_are_views_of_the_dict_rows() -> None:
+    prev = osc({"write_bytes": counter(10, MIB, MIB, 10 * MIB)}, rpc=rpc_stats(w_rif=12))
+    cur = osc({"write_bytes": counter(14, MIB, 4 * MIB, 10 * MIB + 4 * 2 * MIB)}, rpc=rpc_stats(w_rif=3))
+    intervals = [features.OscInterval(prev, cur, None, None, 0.5), features.OscInterval(cur, cur, None, None, 0.5)]
+    rows = features.osc_features_many(intervals)
+    prev_table, cur_table = features._tables(intervals)
+    table = features.FeatureTable(features.osc_feature_columns(prev_table, cur_table, np.array([0.5, 0.5])))
+    views = table.rows()
+    for view, row in zip(views, rows, strict=True):
+        assert list(view) == list(row)
+        assert len(view) == len(row)
+        assert {k: v for k, v in view.items() if not math.isnan(v)} == {
+            k: v for k, v in row.items() if not math.isnan(v)
+        }
+        assert view.get("nothing", -1.0) == -1.0
+        assert "x_mbps" in view
+        assert view["ost_write_rpc_bytes_data.samples_sum"] == row["ost_write_rpc_bytes_data.samples_sum"]
+    names = [*FEATURE_COLUMNS[:5], "not a column"]
+    from_views = features.feature_matrix(views, names)
+    from_dicts = features.feature_matrix(rows, names)
+    assert from_views.shape == (2, 6)
+    assert np.array_equal(from_views, from_dicts, equal_nan=True)
+    assert np.isnan(from_views[:, -1]).all()
+    assert features.feature_matrix([], names).shape == (0, 6)
 
 
 # --------------------------------------------------------------------------------------------

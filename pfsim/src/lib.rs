@@ -5,16 +5,22 @@
 //! links, OST devices), `workload` (application threads), `params` (parameter files by lctl
 //! name), `stats` (counters, histograms and their exact text), `parse` (the kernel's value
 //! parsers), `config` (the resolved scenario).
+//!
+//! Two modules serve the pfstune agent rather than the simulator: `probe` (reading and parsing a
+//! client's statistics files for a tick) and `forest` (the leaves a model's trees leave open to
+//! a row); both are exposed through the `python` bindings.
 
 pub mod config;
 pub mod device;
 pub mod dlm;
 pub mod engine;
+pub mod forest;
 pub mod model;
 pub mod pageset;
 pub mod queue;
 pub mod params;
 pub mod parse;
+pub mod probe;
 pub mod rng;
 pub mod stats;
 pub mod workload;

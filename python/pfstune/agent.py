@@ -1,8 +1,9 @@
 """The agent loop: probe -> features -> tuner -> apply, once per interval, on an injected clock.
 
 One :class:`Agent` manages every selected client OSC of a node (or of every client of a
-simulation): each tick it probes the backend, turns the last two snapshots of each OSC into a
-feature row (:func:`pfstune.features.osc_features_many`, the one feature path), lets the tuner observe
+simulation): each tick it probes the backend (:meth:`~pfstune.backends._base.Backend.probe_table`:
+the parsed statistics as arrays), turns the last two probes of each OSC into a feature row
+(:func:`pfstune.features.osc_feature_columns`, the one feature path), lets the tuner observe
 that interval and suggest the next configuration (all OSCs in one batch), and applies the
 changes.  A refused or failed write is logged and counted; it never stops the loop.
 
@@ -17,14 +18,14 @@ import fnmatch
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pfstune.backends._base import Backend
-from pfstune.features import OscInterval, osc_features_many, osc_throughput_mbps
+from pfstune.features import PREV_INTERVAL_COLUMNS, FeatureTable, osc_feature_columns
 from pfstune.lustre.limits import ActuatorError
-from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
+from pfstune.lustre.table import ProbeTable
 from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner
 
 log = logging.getLogger("pfstune.agent")
@@ -73,17 +74,14 @@ class AgentSummary:
         }
 
 
-def _config_of(osc: OscSnapshot) -> Config | None:
-    tunables = osc.get("tunables", {})
-    values = {param: tunables.get(param) for param in TUNED_PARAMS}
-    if not all(isinstance(value, int) for value in values.values()):
-        return None
-    return {param: int(value) for param, value in values.items() if isinstance(value, int)}
-
-
-def _llites_by_osc(snapshot: Snapshot) -> dict[str, LliteSnapshot]:
-    """Each OSC's llite instance (mount), built once per snapshot: a per-OSC scan would be quadratic."""
-    return {osc: llite for llite in snapshot["llite"].values() for osc in llite.get("osc", [])}
+def _config_of(tunables: Mapping[str, int | str]) -> Config | None:
+    config: Config = {}
+    for param in TUNED_PARAMS:
+        value = tunables.get(param)
+        if not isinstance(value, int):
+            return None
+        config[param] = int(value)
+    return config
 
 
 class Agent:
@@ -106,27 +104,27 @@ class Agent:
         self.osc_glob = osc_glob
         self.listeners = list(listeners or [])
         self.summary = AgentSummary()
-        self._previous: Snapshot | None = None
+        self._previous: ProbeTable | None = None
         self._unreadable: set[str] = set()  # OSCs whose tunables could not be read (warned once)
-        self._intervals: dict[str, dict[str, float]] = {}  # each OSC's last feature row
+        self._intervals: dict[str, dict[str, float]] = {}  # what features need of each OSC's last row
 
     def tick(self) -> TickReport:
         """Probe, decide and apply once."""
         started = time.perf_counter()
-        snapshot = self.backend.probe()
+        probe = self.backend.probe_table()
         probed = time.perf_counter()
-        report = TickReport(time=snapshot["time"])
+        report = TickReport(time=probe.time)
         previous = self._previous
-        llites = _llites_by_osc(snapshot)
-        previous_llites = _llites_by_osc(previous) if previous is not None else {}
         names: list[str] = []
         configs: list[Config] = []
-        observed: list[int] = []  # the OSCs seen in both snapshots: features for all of them at once
-        intervals: list[OscInterval] = []
-        for name, osc in snapshot["osc"].items():
-            if not fnmatch.fnmatchcase(name, self.osc_glob):
+        observed: list[int] = []  # the OSCs seen in both probes: features for all of them at once
+        rows_now: list[int] = []  # their rows in this probe's table
+        rows_before: list[int] = []  # and in the previous one's
+        everything = self.osc_glob == "*"
+        for at, (name, tunables) in enumerate(zip(probe.oscs, probe.tunables, strict=True)):
+            if not everything and not fnmatch.fnmatchcase(name, self.osc_glob):
                 continue
-            config = _config_of(osc)
+            config = _config_of(tunables)
             if config is None:
                 if name not in self._unreadable:
                     log.warning("cannot read the tunables of %s; leaving it alone", name)
@@ -136,34 +134,38 @@ class Agent:
             names.append(name)
             configs.append(config)
             report.configs[name] = config
-            before = previous["osc"].get(name) if previous else None
-            if previous is not None and before is not None:
+            before = previous.row(name) if previous is not None else None
+            if before is not None:
                 observed.append(len(names) - 1)
-                intervals.append(
-                    OscInterval(
-                        before,
-                        osc,
-                        previous_llites.get(name),
-                        llites.get(name),
-                        snapshot["time"] - previous["time"],
-                        self._intervals.get(name),
-                    )
-                )
+                rows_now.append(at)
+                rows_before.append(before)
         report.oscs = len(names)
-        rows: list[dict[str, float]] = [{} for _ in names]
-        for i, row in zip(observed, osc_features_many(intervals), strict=True):
-            rows[i] = row
+        rows: list[Mapping[str, float]] = [{} for _ in names]
+        if previous is not None and observed:
+            columns = osc_feature_columns(
+                previous.table.take(rows_before),
+                probe.table.take(rows_now),
+                probe.time - previous.time,
+                [self._intervals.get(names[i]) for i in observed],
+            )
+            # Row views of one matrix, not a dict per OSC (see FeatureTable).
+            for i, features in zip(observed, FeatureTable(columns).rows(), strict=True):
+                rows[i] = features
+            # What the next interval's features need of this one (its write RPCs), per OSC.
+            kept = zip(*(columns[name].tolist() for name in PREV_INTERVAL_COLUMNS), strict=True)
+            for i, values in zip(observed, kept, strict=True):
+                self._intervals[names[i]] = dict(zip(PREV_INTERVAL_COLUMNS, values, strict=True))
+            # x_mbps is osc_throughput_mbps of each row (the same expression), taken as a column.
+            for i, mbps in zip(observed, columns["x_mbps"].tolist(), strict=True):
+                if math.isfinite(mbps):
+                    report.mbps[names[i]] = mbps
         contexts: list[Context] = []
         for name, config, row in zip(names, configs, rows, strict=True):
             if row:
-                self._intervals[name] = row
                 self.tuner.observe(name, dict(config), row)
-                mbps = osc_throughput_mbps(row)
-                if math.isfinite(mbps):
-                    report.mbps[name] = mbps
-            contexts.append(Context(name, snapshot["time"], config, self.backend.bounds(name), row))
+            contexts.append(Context(name, probe.time, config, self.backend.bounds(name), row))
         if previous is not None:
-            for gone in set(previous["osc"]) - set(snapshot["osc"]):
+            for gone in set(previous.oscs) - set(probe.oscs):
                 log.info("%s went away; forgetting it", gone)
                 self.tuner.forget(gone)
                 self._intervals.pop(gone, None)
@@ -185,7 +187,7 @@ class Agent:
                 continue
             report.changes[context.osc] = changes
             log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
-        self._previous = snapshot
+        self._previous = probe
         finished = time.perf_counter()
         report.seconds = finished - started
         report.probe_seconds = probed - started

@@ -11,9 +11,13 @@ Two stages
 **Stage 1, interval counters** -- :func:`interval_counters` turns two snapshots of one OSC (and of
 its llite mount) taken ``seconds`` apart into DIAL's raw columns (:data:`RAW_COLUMNS`, the names
 of the dataset's ``columns.csv``) plus live-only extras (:data:`LIVE_COLUMNS`).  It is one
-implementation for a batch: :func:`interval_counters_many` does every OSC of a probe at once
-(the histograms, most of the work, are differenced in numpy), and :func:`interval_counters` is
-that batch of one.  :func:`osc_features_many` runs both stages.
+implementation, over arrays: :func:`interval_columns` differences two probes of many OSCs held
+as :class:`~pfstune.lustre.table.OscTable` (the numbers stage 1 reads of a snapshot, one row per
+OSC).  Snapshots are packed into such tables (:func:`interval_counters_many`, and
+:func:`interval_counters`, its batch of one); the agent gets its tables straight from the
+backend (:meth:`~pfstune.backends._base.Backend.probe_table`; on a real client the Rust
+extension reads the files into them, with the numbers the Python parsers give, tested).
+:func:`osc_features_many` and :func:`osc_feature_columns` run both stages.
 
 * ``osc_rpc_configuration_current.{mppr,mrif,mdm}_value``: the tunables read at ``cur``, i.e. the
   configuration in force during the interval (a tuner writes right after a probe, as DIAL did).
@@ -123,34 +127,49 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from pfstune.lustre.types import Counter, Header, LliteSnapshot, OscSnapshot, RpcStats
+from pfstune.lustre.table import (
+    PPR_LABELS,
+    RIF_LABELS,
+    RPC_LINES,
+    OscTable,
+    StatsTable,
+)
+from pfstune.lustre.types import LliteSnapshot, OscSnapshot
 
 __all__ = [
     "DERIVED_COLUMNS",
     "EXTRA_COLUMNS",
     "FEATURE_COLUMNS",
     "LIVE_COLUMNS",
+    "PREV_INTERVAL_COLUMNS",
     "RAW_COLUMNS",
+    "FeatureRow",
+    "FeatureTable",
     "OscInterval",
+    "columns_to_rows",
     "derive",
     "derive_many",
     "dominant_op",
+    "feature_matrix",
     "from_dataset",
+    "interval_columns",
     "interval_counters",
     "interval_counters_many",
+    "osc_feature_columns",
     "osc_features",
     "osc_features_many",
     "osc_throughput_mbps",
 ]
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 NAN = float("nan")
 
@@ -264,11 +283,6 @@ EXTRA_COLUMNS: tuple[str, ...] = (
 #: ours.  All of them exist for live snapshots, pfsim and the dataset alike.
 FEATURE_COLUMNS: tuple[str, ...] = (*RAW_COLUMNS[:-1], *DERIVED_COLUMNS, RAW_COLUMNS[-1], *EXTRA_COLUMNS)
 
-#: Labels of the pages-per-RPC histogram rows kept (2.15 RPCs are at most 16 MiB = 4096 pages).
-PPR_LABELS: tuple[int, ...] = tuple(1 << i for i in range(13))
-#: Labels of the RPCs-in-flight histogram rows (Lustre caps the index at 31).
-RIF_LABELS: tuple[int, ...] = tuple(range(32))
-
 #: (block, op) -> the histogram's rows and their column names.
 _HIST_ROWS: dict[tuple[str, str], tuple[tuple[int, ...], tuple[str, ...]]] = {
     (block, op): (labels, tuple(f"x_hist_{short}_{op}_{label}" for label in labels))
@@ -289,112 +303,102 @@ LIVE_COLUMNS: tuple[str, ...] = (
     *_HIST_COLUMNS,
 )
 
+#: What stage 1 reads of ``prev_interval`` (the OSC's previous row): a caller may keep just these.
+PREV_INTERVAL_COLUMNS: tuple[str, ...] = (
+    "ost_write_rpc_bytes_data.samples_sum",
+    "ost_write_rpc_bytes_data.no_of_samples",
+)
+
 
 # --------------------------------------------------------------------------------------------
-# Stage 1
+# Stage 1: one implementation over tables (pfstune.lustre.table), for one OSC and for many
 # --------------------------------------------------------------------------------------------
 
-
-#: One counter over one interval: DIAL's four numbers (count, min, max, sum).  A plain tuple:
-#: twelve are built per OSC and probe.
-_Interval = tuple[float, float, float, float]
-
-_EMPTY: _Interval = (0.0, 0.0, 0.0, 0.0)
+#: Beyond this, a float64 no longer holds every integer: such counter deltas are done in Python ints.
+_EXACT = 1 << 53
+#: Beyond this, an int64 difference of two counter values could overflow.
+_SAFE = 1 << 62
 
 
-def _number(value: object) -> float:
-    """A scalar file's value as a float, NaN if absent or not a number."""
-    if isinstance(value, bool) or value is None:
-        return NAN
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        return NAN
+def _moved(prev: FloatArray, cur: FloatArray) -> BoolArray:
+    """Where both headers carry ``start_time`` and it changed (a clear or a remount)."""
+    with np.errstate(invalid="ignore"):
+        moved: BoolArray = ~np.isnan(prev) & ~np.isnan(cur) & (prev != cur)
+    return moved
 
 
-def _start_moved(prev: Header | None, cur: Header | None) -> bool:
-    """True when both headers carry ``start_time`` and it changed (a clear or a remount)."""
-    if not prev or not cur or "start_time" not in prev or "start_time" not in cur:
-        return False
-    return prev["start_time"] != cur["start_time"]
+def _counter_interval(
+    before: StatsTable, after: StatsTable, name: str, cleared: BoolArray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """The interval's count, min, max and sum of counter ``name`` (module docstring, stage 1).
 
-
-def _stats_cleared(prev: Mapping[str, Counter], cur: Mapping[str, Counter], moved: bool) -> bool:
-    """Whether a ``stats`` file was cleared between two reads (see the module docstring)."""
-    if moved:
-        return True
-    for name, before in prev.items():
-        after = cur.get(name)
-        if after is None:  # the line vanished: its count went back to 0
-            if before["samples"] > 0:
-                return True
+    ``before`` and ``after`` have the same columns.  Rows whose file is missing on either side
+    are the caller's to blank.
+    """
+    rows = len(after)
+    zero = np.zeros(rows)
+    j = after.column(name)
+    if j is None:  # no device printed the line: no sample since the (last) clear
+        return zero, zero.copy(), zero.copy(), zero.copy()
+    a_samples, b_samples = after.samples[:, j], before.samples[:, j]
+    # A previous value counts only if the file was not cleared since and it had samples.
+    use_before = ~cleared & before.line[:, j] & (b_samples != 0)
+    samples = a_samples - np.where(use_before, b_samples, 0)
+    active = after.line[:, j] & (samples > 0)  # else no sample in the interval: 0, 0, 0, 0
+    count = np.where(active, samples.astype(np.float64), 0.0)
+    a_lo, a_hi, a_sum = after.minimum[:, j], after.maximum[:, j], after.total[:, j]
+    b_lo, b_hi, b_sum = before.minimum[:, j], before.maximum[:, j], before.total[:, j]
+    a_valued, b_valued = after.valued[:, j], before.valued[:, j]
+    unknown = active & (~a_valued | (use_before & ~b_valued))  # count-only lines
+    fresh = active & a_valued & ~use_before  # after a clear or on first appearance: its own values
+    delta = active & a_valued & use_before & b_valued
+    total = np.where(delta, a_sum - b_sum, 0)
+    lo_f, hi_f = a_lo.astype(np.float64), a_hi.astype(np.float64)
+    total_f = total.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # The interval's extremes lie between the cumulative extreme and the interval mean.
+        mean = np.minimum(np.maximum(total_f / count, lo_f), hi_f)
+    one = delta & (samples == 1)
+    high = np.where(one, total_f, np.where(a_hi > b_hi, hi_f, mean))
+    low = np.where(one, total_f, np.where(a_lo < b_lo, lo_f, mean))
+    low = np.where(fresh, lo_f, np.where(delta, low, 0.0))
+    high = np.where(fresh, hi_f, np.where(delta, high, 0.0))
+    out_sum = np.where(fresh, a_sum.astype(np.float64), np.where(delta, total_f, 0.0))
+    low[unknown] = high[unknown] = out_sum[unknown] = NAN
+    big = delta & (
+        (a_sum >= _SAFE) | (a_sum <= -_SAFE) | (b_sum >= _SAFE) | (b_sum <= -_SAFE) | (np.abs(total) > _EXACT)
+    )
+    big |= delta & (samples > _EXACT)
+    for i in np.flatnonzero(big).tolist():
+        # Python ints: an exact difference and a correctly rounded mean, as float64 could not give.
+        n, exact = int(samples[i]), int(a_sum[i]) - int(b_sum[i])
+        if n == 1:
+            low[i] = high[i] = out_sum[i] = float(exact)
             continue
-        if after["samples"] < before["samples"]:
-            return True
-        if before["sum"] is not None and after["sum"] is not None and after["sum"] < before["sum"]:
-            return True
-    return False
-
-
-def _counter_interval(before: Counter | None, after: Counter | None, cleared: bool) -> _Interval:
-    """The interval's count, min, max and sum of one counter (module docstring, stage 1)."""
-    if after is None:  # no line: no sample since the (last) clear
-        return _EMPTY
-    if cleared or before is None or before["samples"] == 0:
-        before = None
-    samples = after["samples"] - (before["samples"] if before else 0)
-    if samples <= 0:
-        return _EMPTY
-    if after["sum"] is None or after["min"] is None or after["max"] is None:
-        return (float(samples), NAN, NAN, NAN)  # count-only line
-    if before is None:
-        return (float(samples), float(after["min"]), float(after["max"]), float(after["sum"]))
-    if before["sum"] is None or before["min"] is None or before["max"] is None:
-        return (float(samples), NAN, NAN, NAN)
-    total = after["sum"] - before["sum"]  # exact: Python ints
-    if samples == 1:
-        return (1.0, float(total), float(total), float(total))
-    mean = min(max(total / samples, float(after["min"])), float(after["max"]))
-    high = float(after["max"]) if after["max"] > before["max"] else mean
-    low = float(after["min"]) if after["min"] < before["min"] else mean
-    return (float(samples), low, high, float(total))
+        estimate = min(max(exact / n, float(a_lo[i])), float(a_hi[i]))
+        high[i] = float(a_hi[i]) if a_hi[i] > b_hi[i] else estimate
+        low[i] = float(a_lo[i]) if a_lo[i] < b_lo[i] else estimate
+        out_sum[i] = float(exact)
+    return count, low, high, out_sum
 
 
 def _stats_columns(
-    prefixes: Mapping[str, str],
-    prev_stats: Mapping[str, Counter] | None,
-    prev_header: Header | None,
-    cur_stats: Mapping[str, Counter] | None,
-    cur_header: Header | None,
-) -> tuple[dict[str, float], bool | None]:
-    """DIAL's counter columns of one ``stats`` file, and whether it was cleared (None: unknown)."""
-    out: dict[str, float] = {}
-    if prev_stats is None or cur_stats is None:
-        for prefix in prefixes:
-            out.update(dict.fromkeys(_COUNTER_COLUMNS[prefix], NAN))
-        return out, None
-    cleared = _stats_cleared(prev_stats, cur_stats, _start_moved(prev_header, cur_header))
+    prefixes: Mapping[str, str], prev: StatsTable, cur: StatsTable
+) -> tuple[dict[str, FloatArray], BoolArray, BoolArray]:
+    """DIAL's counter columns of one kind of ``stats`` file, whether it was cleared, and where that is known."""
+    names = prev.names + tuple(name for name in cur.names if prev.column(name) is None)
+    before, after = prev.reindex(names), cur.reindex(names)
+    known = before.present & after.present
+    # Cleared since prev: start_time moved, or any counter's count or sum went down (a line
+    # that vanished has count 0 now).
+    went_down = (after.samples < before.samples) | (before.summed & after.summed & (after.total < before.total))
+    cleared = known & (_moved(before.start_time, after.start_time) | went_down.any(axis=1))
+    out: dict[str, FloatArray] = {}
     for prefix, name in prefixes.items():
-        interval = _counter_interval(prev_stats.get(name), cur_stats.get(name), cleared)
-        out.update(zip(_COUNTER_COLUMNS[prefix], interval, strict=True))
-    return out, cleared
-
-
-def _histogram(stats: RpcStats, block: str, op: str) -> Mapping[int, int]:
-    """One histogram column of ``rpc_stats`` with integer labels (JSON turns them into strings)."""
-    pair = stats.get(block)
-    if not isinstance(pair, dict):
-        return {}
-    column: Mapping[Any, int] = pair.get(op) or {}
-    if type(next(iter(column), 0)) is int:  # as parsed (labels all ints): no copy, this runs 8 times per OSC
-        return column
-    return {int(label): int(count) for label, count in column.items()}
-
-
-#: Each histogram column's row labels as a set, and a zero per label (for ``map``'s default).
-_HIST_SETS = {key: (frozenset(labels), (0,) * len(labels)) for key, (labels, _) in _HIST_ROWS.items()}
+        values = _counter_interval(before, after, name, cleared)
+        for column, value in zip(_COUNTER_COLUMNS[prefix], values, strict=True):
+            out[column] = np.where(known, value, NAN)
+    return out, cleared, known
 
 
 def _went_down(before: Mapping[int, int], after: Mapping[int, int]) -> bool:
@@ -402,91 +406,50 @@ def _went_down(before: Mapping[int, int], after: Mapping[int, int]) -> bool:
     return any(map(operator.gt, before.values(), map(after.get, before, itertools.repeat(0))))
 
 
-#: What :func:`_rpc_histograms_many` gives per OSC, in this order.
+#: What :func:`_rpc_histograms` gives per OSC, in this order.
 _HIST_OUT: tuple[str, ...] = (*_HIST_COLUMNS, "x_read_rif_at_send", "x_write_rif_at_send")
 #: Where each op's rpcs-in-flight column lies among :data:`_HIST_COLUMNS`.
 _RIF_SPANS = tuple(
     slice(start, start + len(RIF_LABELS))
     for start in (_HIST_COLUMNS.index("x_hist_rif_read_0"), _HIST_COLUMNS.index("x_hist_rif_write_0"))
 )
+_RIF_WEIGHTS = np.array(RIF_LABELS, dtype=np.float64)
 
 
-def _hist_counts(stats: RpcStats) -> tuple[list[int], bool]:
-    """The count at each kept label of every histogram column (:data:`_HIST_COLUMNS` order).
-
-    Rows above a column's last kept label (none in 2.15) are added to it (see PPR_LABELS); the
-    flag says that happened, so that a clear must be looked for label by label.
-    """
-    counts: list[int] = []
-    folded = False
-    for key, (labels, _) in _HIST_ROWS.items():
-        column = _histogram(stats, *key)
-        label_set, zeros = _HIST_SETS[key]
-        if column.keys() <= label_set:
-            counts += map(column.get, labels, zeros)
-            continue
-        folded = True
-        by_label = dict.fromkeys(labels, 0)
-        for label, count in column.items():
-            by_label[min(label, labels[-1])] += count
-        counts += by_label.values()
-    return counts, folded
-
-
-def _rpc_histograms_many(
-    pairs: Sequence[tuple[RpcStats | None, RpcStats | None]],
-) -> tuple[list[list[float]], list[bool | None]]:
-    """For each (prev, cur) ``rpc_stats`` pair: the values of :data:`_HIST_OUT`, and whether cleared.
+def _rpc_histograms(prev: OscTable, cur: OscTable) -> tuple[FloatArray, BoolArray, BoolArray]:
+    """The values of :data:`_HIST_OUT` per OSC (columns), whether ``rpc_stats`` was cleared, where known.
 
     The histogram deltas ``x_hist_*`` (the current counts where the file was cleared) and the
-    ``x_*_rif_at_send`` means; all NaN, and None for cleared, when either side is missing.  The
-    arithmetic runs over all pairs at once (counts are exact in float64 below 2^53).  A label
-    of ``prev`` missing from ``cur`` had a count that went to 0 (a clear) or was 0 all along, so
-    differencing the counts at the kept labels is the same as differencing label by label.
+    ``x_*_rif_at_send`` means; NaN where either side is missing.  Counts are exact in float64
+    below 2^53.  A label of ``prev`` missing from ``cur`` had a count that went to 0 (a clear)
+    or was 0 all along, so differencing the counts at the kept labels is the same as
+    differencing label by label -- unless labels were folded into a kept one, where a clear
+    is looked for label by label.
     """
-    values: list[list[float]] = [[NAN] * len(_HIST_OUT) for _ in pairs]
-    cleared: list[bool | None] = [None] * len(pairs)
-    known: list[int] = []
-    befores: list[list[int]] = []
-    afters: list[list[int]] = []
-    seen: list[bool] = []  # a clear the kept counts do not show: start_time moved, or a folded label went down
-    for i, (prev, cur) in enumerate(pairs):
-        if prev is None or cur is None:
-            continue
-        before, folded_before = _hist_counts(prev)
-        after, folded_after = _hist_counts(cur)
-        moved = _start_moved(prev.get("header"), cur.get("header"))
-        if folded_before or folded_after:
-            moved = moved or any(_went_down(_histogram(prev, *key), _histogram(cur, *key)) for key in _HIST_ROWS)
-        known.append(i)
-        befores.append(before)
-        afters.append(after)
-        seen.append(moved)
-    if not known:
-        return values, cleared
-    before_counts = np.array(befores, dtype=np.float64)
-    after_counts = np.array(afters, dtype=np.float64)
-    was_cleared = np.array(seen) | (before_counts > after_counts).any(axis=1)
-    delta = np.where(was_cleared[:, None], after_counts, after_counts - before_counts)
+    known = prev.rpc & cur.rpc
+    moved = _moved(prev.rpc_start, cur.rpc_start)
+    for i in sorted(set(prev.unfolded) | set(cur.unfolded)):
+        if known[i] and not moved[i]:
+            before, after = prev.full_histograms(i), cur.full_histograms(i)
+            moved[i] = any(_went_down(b, a) for b, a in zip(before, after, strict=True))
+    was_cleared = known & (moved | (prev.hist > cur.hist).any(axis=1))
+    delta = np.where(was_cleared[:, None], cur.hist, cur.hist - prev.hist)
     columns = [delta]
     for span in _RIF_SPANS:
         rows = delta[:, span]
         total = rows.sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            mean = (rows * np.array(RIF_LABELS, dtype=np.float64)).sum(axis=1) / total
+            mean = (rows * _RIF_WEIGHTS).sum(axis=1) / total
         columns.append(np.where(total != 0, mean, NAN)[:, None])
-    table = np.concatenate(columns, axis=1).tolist()
-    for i, row, flag in zip(known, table, was_cleared.tolist(), strict=True):
-        values[i] = row
-        cleared[i] = flag
-    return values, cleared
+    values = np.concatenate(columns, axis=1)
+    values[~known] = NAN
+    return values, was_cleared, known
 
 
-def _mean0(total: float, count: float) -> float:
-    """DIAL's ``get_average``: sum / count, 0 without samples (NaN stays NaN)."""
-    if math.isnan(total) or math.isnan(count):
-        return NAN
-    return total / count if count else 0.0
+def _mean0(total: FloatArray, count: FloatArray) -> FloatArray:
+    """DIAL's ``get_average`` per row: sum / count, 0 without samples (NaN stays NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isnan(total) | np.isnan(count), NAN, np.where(count != 0, total / count, 0.0))
 
 
 class OscInterval(NamedTuple):
@@ -526,69 +489,164 @@ def interval_counters(
     return interval_counters_many([OscInterval(prev, cur, prev_llite, cur_llite, seconds, prev_interval)])[0]
 
 
-def _llite_columns(
-    prev_llite: LliteSnapshot | None, cur_llite: LliteSnapshot | None
-) -> tuple[dict[str, float], bool | None]:
-    return _stats_columns(
-        _LLITE_COUNTERS,
-        prev_llite.get("stats") if prev_llite is not None else None,
-        prev_llite.get("stats_header") if prev_llite is not None else None,
-        cur_llite.get("stats") if cur_llite is not None else None,
-        cur_llite.get("stats_header") if cur_llite is not None else None,
+def interval_columns(
+    prev: OscTable,
+    cur: OscTable,
+    seconds: FloatArray | float,
+    prev_intervals: Sequence[Mapping[str, float] | None] | None = None,
+) -> dict[str, FloatArray]:
+    """Stage 1 over tables: row i of ``prev`` and of ``cur`` are two probes of one OSC ``seconds`` apart.
+
+    Returns one array per column of :data:`RAW_COLUMNS` and :data:`LIVE_COLUMNS` (in the order
+    of :func:`interval_counters`' rows).  ``prev_intervals[i]`` is the previous result for OSC i,
+    if any (a row of these columns, e.g. from :func:`columns_to_rows`).  This is the one
+    implementation of stage 1: :func:`interval_counters_many` packs snapshots into tables and
+    calls it.
+    """
+    rows = len(cur)
+    out: dict[str, FloatArray] = {}
+    for j, column in enumerate(_OSC_TUNABLES):
+        out[column] = cur.tunables[:, j]  # the configuration in force during the interval
+    llite_cols, llite_cleared, llite_known = _stats_columns(_LLITE_COUNTERS, prev.llite, cur.llite)
+    osc_cols, osc_cleared, osc_known = _stats_columns(_OSC_COUNTERS, prev.stats, cur.stats)
+    out |= llite_cols
+    out |= osc_cols
+    lines = cur.rpc_lines  # NaN where rpc_stats or the line is missing
+    with np.errstate(invalid="ignore"):
+        for j, column in enumerate(_RPC_LINES):
+            out[column] = np.remainder(lines[:, j], 10)  # DIAL's last-digit parse, see the module docstring
+    for j, column in enumerate(_TRUE_RPC_LINES):
+        out[column] = lines[:, j]
+    out["actual_record_duration"] = np.broadcast_to(np.asarray(seconds, dtype=np.float64), (rows,)).copy()
+    hist, rpc_cleared, rpc_known = _rpc_histograms(prev, cur)
+
+    any_known = llite_known | osc_known | rpc_known
+    any_cleared = (llite_known & llite_cleared) | (osc_known & osc_cleared) | (rpc_known & rpc_cleared)
+    out["x_stats_cleared"] = np.where(any_known, any_cleared.astype(np.float64), NAN)
+
+    # DIAL: prev.cur_write_rif * avg(write bytes of the interval that ended at prev).
+    with np.errstate(invalid="ignore"):
+        prev_rif = np.remainder(prev.rpc_lines[:, RPC_LINES.index("write_rpcs_in_flight")], 10)
+    total = out["ost_write_rpc_bytes_data.samples_sum"].copy()
+    count = out["ost_write_rpc_bytes_data.no_of_samples"].copy()
+    sum_name, count_name = PREV_INTERVAL_COLUMNS
+    for i, previous in enumerate(prev_intervals or ()):
+        if previous is not None:  # else the RPCs in flight at prev are like the interval's own
+            total[i] = previous.get(sum_name, NAN)
+            count[i] = previous.get(count_name, NAN)
+    out["x_prev_write_rif_bytes"] = prev_rif * _mean0(total, count)
+    for j, column in enumerate(_HIST_OUT):
+        out[column] = hist[:, j]
+    return out
+
+
+def _tables(intervals: Sequence[OscInterval]) -> tuple[OscTable, OscTable]:
+    prev = OscTable.from_snapshots([i.prev for i in intervals], [i.prev_llite for i in intervals])
+    cur = OscTable.from_snapshots([i.cur for i in intervals], [i.cur_llite for i in intervals])
+    return prev, cur
+
+
+def columns_to_rows(columns: Mapping[str, FloatArray]) -> list[dict[str, float]]:
+    """Column arrays of equal length -> one ``{name: value}`` dict per row, in column order."""
+    names = list(columns)
+    if not names:
+        return []
+    table = np.column_stack([columns[name] for name in names]).tolist()
+    return [dict(zip(names, values, strict=True)) for values in table]
+
+
+class FeatureTable:
+    """Feature columns of many OSCs as one matrix, handed out as one read-only row view per OSC.
+
+    The agent gives each OSC's row to its tuner as a mapping; building a dict of ~190 names per
+    OSC cost more than computing the features (1,000 OSCs per tick), so a :class:`FeatureRow`
+    reads from the shared matrix instead, and :func:`feature_matrix` takes many rows' columns
+    back out at once (a model's input).  The values are those of the columns, as floats.
+    """
+
+    def __init__(self, columns: Mapping[str, FloatArray]) -> None:
+        """Hold ``columns`` (equal-length arrays, e.g. :func:`osc_feature_columns`) as rows."""
+        self.names: tuple[str, ...] = tuple(columns)
+        self.index: dict[str, int] = {name: j for j, name in enumerate(self.names)}
+        size = len(next(iter(columns.values()))) if columns else 0
+        self.matrix: FloatArray = (
+            np.column_stack([columns[name] for name in self.names]) if columns else np.zeros((size, 0))
+        )
+
+    def __len__(self) -> int:
+        return len(self.matrix)
+
+    def rows(self) -> list[FeatureRow]:
+        """One mapping per row, in order."""
+        return [FeatureRow(self, i) for i in range(len(self.matrix))]
+
+
+class FeatureRow(Mapping[str, float]):
+    """One row of a :class:`FeatureTable`: ``{name: value}`` without a dict of its own.
+
+    Equal to the dict :func:`osc_features` gives for the same OSC (same names, order, values).
+    """
+
+    __slots__ = ("_row", "_table")
+
+    def __init__(self, table: FeatureTable, row: int) -> None:
+        """Row ``row`` of ``table``."""
+        self._table = table
+        self._row = row
+
+    def __getitem__(self, name: str) -> float:
+        value: float = self._table.matrix.item(self._row, self._table.index[name])
+        return value
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of ``name``, ``default`` if the row has no such column."""
+        j = self._table.index.get(name)
+        return default if j is None else self._table.matrix.item(self._row, j)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.names)
+
+    def __len__(self) -> int:
+        return len(self._table.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table.index
+
+    def __repr__(self) -> str:
+        return f"FeatureRow({dict(self)!r})"
+
+
+def feature_matrix(rows: Sequence[Mapping[str, float]], names: Sequence[str]) -> FloatArray:
+    """The columns ``names`` of ``rows`` as an (rows, names) float matrix, NaN where a row lacks one.
+
+    Rows of one :class:`FeatureTable` (the agent's) are taken from its matrix in one step.
+    """
+    views = [row for row in rows if isinstance(row, FeatureRow)]
+    if views and len(views) == len(rows) and all(view._table is views[0]._table for view in views):
+        table = views[0]._table
+        at = [table.index.get(name, -1) for name in names]
+        picked: FloatArray = table.matrix[np.array([view._row for view in views])][:, at]
+        missing = [j for j, column in enumerate(at) if column < 0]
+        if missing:
+            picked[:, missing] = NAN
+        return picked
+    unknown = [NAN] * len(names)
+    return np.array([list(map(row.get, names, unknown)) for row in rows], dtype=np.float64).reshape(
+        len(rows), len(names)
     )
 
 
 def interval_counters_many(intervals: Sequence[OscInterval]) -> list[dict[str, float]]:
     """Stage 1 for many OSCs (e.g. every OSC of one probe): :func:`interval_counters` of each.
 
-    The same rows for less: the histograms (most of the work) are differenced for all OSCs at
-    once, and the columns of an llite mount that many OSCs share are computed once.
+    The snapshots are packed into tables (:class:`~pfstune.lustre.table.OscTable`) and
+    :func:`interval_columns` does every OSC at once.
     """
-    hist_values, hist_cleared = _rpc_histograms_many(
-        [(interval.prev.get("rpc_stats"), interval.cur.get("rpc_stats")) for interval in intervals]
-    )
-    llites: dict[tuple[int, int], tuple[dict[str, float], bool | None]] = {}  # by the snapshots' ids
-    rows = []
-    for interval, hist, rpc_cleared in zip(intervals, hist_values, hist_cleared, strict=True):
-        prev, cur = interval.prev, interval.cur
-        out: dict[str, float] = {}
-        tunables = cur.get("tunables")
-        for column, name in _OSC_TUNABLES.items():
-            out[column] = _number(tunables.get(name)) if tunables is not None else NAN
-
-        mount = (id(interval.prev_llite), id(interval.cur_llite))  # alive in `intervals`: ids stay unique
-        if mount not in llites:
-            llites[mount] = _llite_columns(interval.prev_llite, interval.cur_llite)
-        llite_cols, llite_cleared = llites[mount]
-        osc_cols, osc_cleared = _stats_columns(
-            _OSC_COUNTERS, prev.get("stats"), prev.get("stats_header"), cur.get("stats"), cur.get("stats_header")
-        )
-        out.update(llite_cols)
-        out.update(osc_cols)
-
-        rpc = cur.get("rpc_stats")
-        for column, line in _RPC_LINES.items():
-            value = _number(rpc.get(line)) if rpc is not None else NAN
-            out[column] = value % 10  # DIAL's last-digit parse, see the module docstring
-        for column, line in _TRUE_RPC_LINES.items():
-            out[column] = _number(rpc.get(line)) if rpc is not None else NAN
-        out["actual_record_duration"] = float(interval.seconds)
-
-        flags = [flag for flag in (llite_cleared, osc_cleared, rpc_cleared) if flag is not None]
-        out["x_stats_cleared"] = float(any(flags)) if flags else NAN
-
-        # DIAL: prev.cur_write_rif * avg(write bytes of the interval that ended at prev).
-        prev_rpc = prev.get("rpc_stats")
-        prev_rif = _number(prev_rpc.get("write_rpcs_in_flight")) % 10 if prev_rpc is not None else NAN
-        source: Mapping[str, float] = interval.prev_interval if interval.prev_interval is not None else out
-        prev_avg = _mean0(
-            source.get("ost_write_rpc_bytes_data.samples_sum", NAN),
-            source.get("ost_write_rpc_bytes_data.no_of_samples", NAN),
-        )
-        out["x_prev_write_rif_bytes"] = prev_rif * prev_avg
-        out.update(zip(_HIST_OUT, hist, strict=True))
-        rows.append(out)
-    return rows
+    if not intervals:
+        return []
+    prev, cur = _tables(intervals)
+    seconds = np.array([float(i.seconds) for i in intervals])
+    return columns_to_rows(interval_columns(prev, cur, seconds, [i.prev_interval for i in intervals]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -761,11 +819,29 @@ def osc_features(
 
 
 def osc_features_many(intervals: Sequence[OscInterval]) -> list[dict[str, float]]:
-    """Both stages for many OSCs: :func:`interval_counters_many`, then one :func:`derive_many`."""
-    raws = interval_counters_many(intervals)
-    for raw, derived in zip(raws, derive_many(raws), strict=True):
-        raw.update(derived)  # the derived names are not raw names: the row is {**raw, **derived}
-    return raws
+    """Both stages for many OSCs: the snapshots packed into tables, then :func:`osc_feature_columns`."""
+    if not intervals:
+        return []
+    prev, cur = _tables(intervals)
+    seconds = np.array([float(i.seconds) for i in intervals])
+    return columns_to_rows(osc_feature_columns(prev, cur, seconds, [i.prev_interval for i in intervals]))
+
+
+def osc_feature_columns(
+    prev: OscTable,
+    cur: OscTable,
+    seconds: FloatArray | float,
+    prev_intervals: Sequence[Mapping[str, float] | None] | None = None,
+) -> dict[str, FloatArray]:
+    """Both stages over tables: :func:`interval_columns`, then :func:`derive`'s columns from them.
+
+    One array per name of :data:`FEATURE_COLUMNS` and :data:`LIVE_COLUMNS`, in the order of
+    :func:`osc_features`' rows (:func:`columns_to_rows` makes those rows).
+    """
+    raw = interval_columns(prev, cur, seconds, prev_intervals)
+    unknown = np.full(len(cur), NAN)
+    derived = _derive_arrays(lambda name: raw.get(name, unknown))
+    return raw | derived  # the derived names are not raw names: the row is {**raw, **derived}
 
 
 # --------------------------------------------------------------------------------------------

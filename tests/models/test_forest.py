@@ -155,6 +155,29 @@ def test_missing_value_types_and_widths(params: dict[str, Any]) -> None:
     assert forest.predict_proba(rows[:0], candidates, group[:0]).shape == (0, 11)
 
 
+@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}, {"num_leaves": 63}])
+def test_the_extension_opens_the_leaves_numpy_opens(params: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Rust LeafFinder and the numpy arrays give the same sparse A, entry for entry."""
+    from pfstune.models import forest as forest_module
+
+    x, y = _toy(9)
+    booster = _train({"min_data_in_leaf": 2, **params}, x, y)
+    rng = np.random.default_rng(10)
+    rows = _awkward(np.concatenate([_toy(11, 200)[0][:, :6], rng.normal(size=(50, 6)) * 1e3]), rng)
+    fast = CandidateForest.from_booster(booster, 6, group_columns=(1, 2))
+    assert fast is not None
+    a = fast._open_leaves(rows)
+    assert fast._finder is not None  # the extension did it
+    monkeypatch.setattr(forest_module, "LeafFinder", None)
+    slow = CandidateForest.from_booster(booster, 6, group_columns=(1, 2))
+    assert slow is not None
+    b = slow._open_leaves(rows)
+    assert slow._finder is None
+    assert np.array_equal(a.indptr, b.indptr)
+    assert np.array_equal(a.indices, b.indices)
+    assert np.array_equal(a.data, b.data)
+
+
 def test_declines_what_it_does_not_reproduce() -> None:
     x, y = _toy(8)
     categorical = x.copy()

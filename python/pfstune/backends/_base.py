@@ -8,7 +8,8 @@ parameter back to its original value.  ``__exit__`` must be safe to call after a
 ``__enter__`` and more than once.
 
 Every backend hands the agent the same thing: a :class:`~pfstune.lustre.types.Snapshot` parsed
-from Lustre's own text by :mod:`pfstune.lustre.parse`, so features are computed one way only.
+from Lustre's own text by :mod:`pfstune.lustre.parse`, or the same numbers packed into arrays
+(:meth:`Backend.probe_table`, what the agent reads), so features are computed one way only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from abc import ABC, abstractmethod
 from types import TracebackType
 
 from pfstune.clock import Clock
+from pfstune.lustre.table import ProbeTable
 from pfstune.lustre.types import Snapshot
 from pfstune.tuners._base import Config
 
@@ -40,6 +42,14 @@ class Backend(ABC):
     @abstractmethod
     def probe(self) -> Snapshot:
         """Read every client OSC and llite instance the agent manages, now."""
+
+    def probe_table(self) -> ProbeTable:
+        """A probe as the agent uses it: :meth:`probe` packed into arrays (:mod:`pfstune.lustre.table`).
+
+        A backend that can read its client straight into a table overrides this (the Lustre
+        backend does); the numbers must be the same as packing :meth:`probe`'s snapshot.
+        """
+        return ProbeTable.from_snapshot(self.probe())
 
     @abstractmethod
     def bounds(self, osc: str) -> dict[str, tuple[int, int]]:

@@ -31,6 +31,10 @@ that must not use partial data (the prober: a stats file missing a line reads as
 can leave the file out.  Text that is not the format at all (empty, only garbage, cut before its
 first complete record) raises :class:`ParseError`.
 
+The agent's own probe (:meth:`pfstune.lustre.snapshot.Prober.probe_table`) reads with the Rust
+extension (``pfsim/src/probe.rs``), whose parsers accept a strict subset of these formats and
+give the same numbers on it; a device with anything else comes back to these parsers.
+
 Speed (the agent reads 1,000 OSCs every 0.5 s): text laid out exactly as Lustre prints it goes
 through a fast path that scans the whole file with C-level ``str``/``re`` operations and checks
 that every line was accounted for; anything else falls back to the line-by-line readers, which

@@ -4,7 +4,8 @@
 interface's contract: a probe is a snapshot of client OSCs with their tuned parameters as ints
 and parsed statistics; bounds cover the tuned parameters; an in-bounds write is in force at the
 next probe; an out-of-bounds or not-allow-listed write raises ActuatorError and changes nothing;
-closing restores every original value, and closing twice is harmless.  ``advance(backend)``
+closing restores every original value, and closing twice is harmless; the probe as a table (what
+the agent reads) holds the numbers of the probe's snapshot.  ``advance(backend)``
 lets time pass between probes (sleep on a real tree, run the simulation on the sim backend).
 """
 
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from pfstune.backends._base import Backend
 from pfstune.lustre.limits import ActuatorError
+from pfstune.lustre.table import ProbeTable
 from pfstune.tuners._base import TUNED_PARAMS, Config
 
 
@@ -29,6 +33,7 @@ def _configs(backend: Backend) -> dict[str, Config]:
 def check_backend(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
     """Run every backend conformance check on backends made by ``factory``."""
     check_probe_shape(factory, advance)
+    check_probe_table(factory)
     check_apply_and_restore(factory, advance)
     check_refusals(factory)
 
@@ -53,6 +58,23 @@ def check_probe_shape(factory: Callable[[], Backend], advance: Callable[[Backend
         for llite in second["llite"].values():
             for member in llite.get("osc", []):
                 assert member in second["osc"], f"llite lists {member}, which the probe did not return"
+
+
+def check_probe_table(factory: Callable[[], Backend]) -> None:
+    """``probe_table()`` gives the numbers of ``probe()``'s snapshot packed (nothing moves in between)."""
+    with factory() as backend:
+        fast = backend.probe_table()
+        packed = ProbeTable.from_snapshot(backend.probe())
+        assert fast.oscs == packed.oscs, "probe_table() and probe() found different OSCs"
+        assert [dict(t) for t in fast.tunables] == [dict(t) for t in packed.tunables]
+        for array in ("tunables", "rpc", "rpc_start", "rpc_lines", "hist"):
+            assert np.array_equal(getattr(fast.table, array), getattr(packed.table, array), equal_nan=array != "rpc")
+        for kind in ("stats", "llite"):
+            mine, theirs = getattr(fast.table, kind), getattr(packed.table, kind)
+            names = theirs.names + tuple(name for name in mine.names if theirs.column(name) is None)
+            mine, theirs = mine.reindex(names), theirs.reindex(names)
+            for array in ("present", "samples", "valued", "minimum", "maximum", "total"):
+                assert np.array_equal(getattr(mine, array), getattr(theirs, array)), f"{kind}.{array}"
 
 
 def check_apply_and_restore(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:

@@ -24,7 +24,6 @@ shipped in the package, see :mod:`pfstune.models`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, dominant_op
+from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix
 from pfstune.tuners._base import Config, Context, Tuner
 
 #: DIAL's candidate grid: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8.
@@ -112,17 +111,17 @@ class DialTuner(Tuner):
         for operation, indices in by_op.items():
             if not indices:
                 continue
-            unknown = [math.nan] * len(FEATURE_COLUMNS)
-            values = [list(map(contexts[i].metrics.get, FEATURE_COLUMNS, unknown)) for i in indices]
-            rows = pd.DataFrame(np.array(values, dtype=float), columns=list(FEATURE_COLUMNS))
+            values = feature_matrix([contexts[i].metrics for i in indices], FEATURE_COLUMNS)
+            rows = pd.DataFrame(values, columns=list(FEATURE_COLUMNS))
             probabilities = np.asarray(self.predictor.predict_proba(operation, rows, self.grid), dtype=float)
-            for row, index in enumerate(indices):
-                choice = self._choose(operation, probabilities[row], contexts[index].bounds)
+            choices = self._choose_many(operation, probabilities, [contexts[i].bounds for i in indices])
+            for index, choice in zip(indices, choices, strict=True):
                 if choice is not None:
                     results[index] = {**results[index], **choice}
         return results
 
-    def _choose(self, op: str, p: np.ndarray, bounds: Mapping[str, tuple[int, int]]) -> Config | None:
+    def _allowed_mask(self, bounds: Mapping[str, tuple[int, int]]) -> np.ndarray:
+        """Which grid configurations lie within ``bounds`` (cached: OSCs mostly share their bounds)."""
         key = tuple(sorted((param, tuple(bound)) for param, bound in bounds.items()))
         allowed = self._allowed.get(key)  # type: ignore[arg-type]
         if allowed is None:
@@ -130,15 +129,36 @@ class DialTuner(Tuner):
                 [all(bounds[param][0] <= value <= bounds[param][1] for param, value in c.items()) for c in self.grid]
             )
             self._allowed[key] = allowed  # type: ignore[index]
+        return allowed
+
+    def _choose_many(
+        self, op: str, p: np.ndarray, bounds: Sequence[Mapping[str, tuple[int, int]]]
+    ) -> list[Config | None]:
+        """Algorithm 1's choice for every row of ``p`` (rows, candidates): the best-scoring trusted
+        configuration within the row's bounds, None where none is trusted."""
+        # OSCs mostly share their bounds: one mask per distinct bounds, then one row per OSC.
+        distinct: dict[Any, int] = {}
+        masks: list[np.ndarray] = []
+        which: list[int] = []
+        for bound in bounds:
+            try:
+                key: Any = tuple(bound.items())
+                at = distinct.get(key)
+            except TypeError:  # unhashable bounds (lists): no sharing
+                key, at = object(), None
+            if at is None:
+                at = distinct[key] = len(masks)
+                masks.append(self._allowed_mask(bound))
+            which.append(at)
+        allowed = np.stack(masks)[which] if masks else np.zeros(p.shape, dtype=bool)
         in_s = allowed & (p > self.tau)
-        if not in_s.any():
-            return None
         if op == "write":
             scores = p * (1 + self.beta * (self._pages + self._flight))
         else:
             scores = p * (1 + self.alpha * self._pages) + self._flight
-        scores = np.where(in_s, scores, -np.inf)
-        return dict(self.grid[int(np.argmax(scores))])
+        best: list[int] = np.argmax(np.where(in_s, scores, -np.inf), axis=1).tolist()
+        trusted: list[bool] = np.asarray(in_s.any(axis=1)).tolist()
+        return [dict(self.grid[b]) if ok else None for b, ok in zip(best, trusted, strict=True)]
 
     def forget(self, osc: str) -> None:
         """Drop the original values of a device that went away."""
