@@ -330,6 +330,16 @@ pub struct RpcFile {
     pub hist: [f64; HIST_COLUMNS],
 }
 
+/// A number after at least one blank, or None.
+fn spaced_number(rows: &[u8], at: &mut usize) -> Option<u64> {
+    let start = *at;
+    *at = skip_ws(rows, *at);
+    if *at == start {
+        return None;
+    }
+    number(rows, at)
+}
+
 /// The rows of one histogram block, each exactly as Lustre prints it:
 /// `LABEL:<TAB><TAB>%10lu %3u %3u   | %10lu %3u %3u` (any runs of spaces and tabs between the
 /// fields), lines joined by newlines.  Calls `row(label, read, write)` per row, in order.
@@ -348,14 +358,7 @@ fn histogram_rows(rows: &[u8], mut row: impl FnMut(u64, u64, u64) -> Result<(), 
             return Err(REFUSE);
         }
         at += 1;
-        let mut field = || -> Result<u64, Refusal> {
-            let start = at;
-            at = skip_ws(rows, at);
-            if at == start {
-                return Err(REFUSE);
-            }
-            number(rows, &mut at).ok_or(REFUSE)
-        };
+        let mut field = || spaced_number(rows, &mut at).ok_or(REFUSE);
         let (read, _, read_cum) = (field()?, field()?, field()?);
         let start = at;
         at = skip_ws(rows, at);
@@ -363,14 +366,7 @@ fn histogram_rows(rows: &[u8], mut row: impl FnMut(u64, u64, u64) -> Result<(), 
             return Err(REFUSE);
         }
         at += 1;
-        let mut field = || -> Result<u64, Refusal> {
-            let start = at;
-            at = skip_ws(rows, at);
-            if at == start {
-                return Err(REFUSE);
-            }
-            number(rows, &mut at).ok_or(REFUSE)
-        };
+        let mut field = || spaced_number(rows, &mut at).ok_or(REFUSE);
         let (write, _, write_cum) = (field()?, field()?, field()?);
         at = skip_ws(rows, at);
         row(label, read, write)?;
