@@ -186,7 +186,8 @@ pub fn header_line(line: &str) -> Option<(usize, f64)> {
             .parse::<f64>()
             .ok()? // "WHOLE.FRAC"
     };
-    Some((name, seconds))
+    // a number no f64 holds is garbage: left to the Python reader, which reports it
+    seconds.is_finite().then_some((name, seconds))
 }
 
 // ---------------------------------------------------------------------------
@@ -957,6 +958,11 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
             "start_timex 5",
         ] {
             assert_eq!(header_line(line), None, "{line}");
+        }
+        // numbers beyond f64: not a time (the Python reader reports them)
+        let huge = "9".repeat(400);
+        for line in [format!("start_time: {huge} secs.nsecs"), format!("start_time: {huge}.5 secs.usecs")] {
+            assert_eq!(header_line(&line), None, "{line}");
         }
     }
 

@@ -428,6 +428,23 @@ def test_header_styles(header: str, expected: float) -> None:
     assert parse_stats(header + COUNTER)[1]["ost_write"]["sum"] == 3168136
 
 
+@pytest.mark.parametrize(
+    "header",
+    [
+        f"start_time {'9' * 400}.5 secs.usecs\n",  # float(int) would overflow
+        f"start_time {'9' * 400}.123 secs.nsecs\n",  # float() gives inf
+        f"start_time 1.{'9' * 5000} secs.usecs\n",  # int() refuses more than 4300 digits
+    ],
+)
+def test_a_header_number_beyond_a_float_is_reported_not_raised(header: str) -> None:
+    problems: list[str] = []
+    header_values, counters = parse_stats(header + COUNTER, problems=problems)
+    assert header_values == {}
+    assert counters["ost_write"]["samples"] == 259
+    assert len(problems) == 1
+    assert "header value out of range" in problems[0]
+
+
 @pytest.mark.parametrize("unit", ["usec", "usecs", "regs", "reqs", "bytes", "pages", "secs", "bufs", "whatever"])
 def test_any_unit(unit: str) -> None:
     _, counters = parse_stats(f"read_bytes 3 samples [{unit}] 1 2 4 6\n")

@@ -194,6 +194,12 @@ VARIANTS: list[tuple[str, dict[str, str], bool]] = [
     ("two lines in a one-line file", {"max_pages_per_rpc": "1024\n2048\n"}, True),
     ("text in a numeric file", {"max_dirty_mb": "1.5e1\n"}, False),
     ("a number beyond 64 bits", {"cur_dirty_bytes": "99999999999999999999999\n"}, True),
+    ("a header time beyond a float", {"stats": f"start_time {'9' * 400}.5 secs.usecs\n" + STATS}, True),
+    (
+        "an rpc_stats time beyond a float",
+        {"rpc_stats": RPC.replace("snapshot_time:", f"start_time: {'9' * 400}.1 secs.nsecs\nsnapshot_time:", 1)},
+        True,
+    ),
     ("not UTF-8", {"cur_grant_bytes": "caf\xe9\n"}, True),
 ]
 

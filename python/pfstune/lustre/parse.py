@@ -62,6 +62,7 @@ on a 2-core machine shared with other jobs (load average ~2, so the ranges are r
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -123,14 +124,23 @@ def _strip_nuls(text: str, problems: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _header_value(match: re.Match[str]) -> float:
+def _header_value(match: re.Match[str]) -> float | None:
+    """A header line's seconds; None for a number no float holds (garbage, never a time)."""
     whole, frac, unit = match.group(2), match.group(3), match.group(4)
-    if not frac:
-        return float(whole)
-    if unit is not None and "usecs" in unit:
+    if frac and unit is not None and "usecs" in unit:
         # Old kernels print "%lu.%lu secs.usecs" without zero padding: ".5" is 5 µs, not 0.5 s.
-        return int(whole) + int(frac) / 1e6
-    return float(f"{whole}.{frac}")
+        value = float(whole) + float(frac) / 1e6
+    else:
+        value = float(f"{whole}.{frac}") if frac else float(whole)
+    return value if math.isfinite(value) else None
+
+
+def _set_header(header: Header, match: re.Match[str], line: str, problems: list[str]) -> None:
+    value = _header_value(match)
+    if value is None:
+        problems.append(f"header value out of range, ignored: {line[:80]!r}")
+    else:
+        header[match.group(1)] = value  # type: ignore[literal-required]
 
 
 def _require_text(fmt: str, text: str) -> None:
@@ -213,7 +223,7 @@ def parse_stats(text: str, problems: list[str] | None = None) -> tuple[Header, d
             continue
         h = _HEADER.match(line)
         if h is not None:
-            header[h.group(1)] = _header_value(h)  # type: ignore[literal-required]
+            _set_header(header, h, line, probs)
         else:
             probs.append(f"not a counter line, ignored: {line[:80]!r}")
     if not counters and (not header or len(probs) > start):
@@ -335,12 +345,16 @@ def _rpc_stats_fast(text: str) -> RpcStats | None:
             if len(parts) == 2 and parts[1] == "secs.nsecs" and name.rstrip() in _HEADER_NAMES:
                 whole, dot, frac = parts[0].partition(".")  # "SECS.NSECS secs.nsecs": as _header_value reads it
                 if dot and whole.isascii() and whole.isdigit() and frac.isascii() and frac.isdigit():
-                    header[name.rstrip()] = float(parts[0])  # type: ignore[literal-required]
+                    seconds = float(parts[0])
+                    if not math.isfinite(seconds):
+                        return None  # the line-by-line reader says why
+                    header[name.rstrip()] = seconds  # type: ignore[literal-required]
                     continue
             h = _HEADER.match(line)
-            if h is None:
+            seconds = None if h is None else _header_value(h)
+            if h is None or seconds is None:
                 return None
-            header[h.group(1)] = _header_value(h)  # type: ignore[literal-required]
+            header[h.group(1)] = seconds  # type: ignore[literal-required]
         elif line and line != _COLUMNS_LINE:
             return None
     for i, ((key, title), block) in enumerate(zip(_TITLES_FAST, blocks, strict=True)):
@@ -400,7 +414,7 @@ def parse_rpc_stats(text: str, problems: list[str] | None = None) -> RpcStats:
             continue
         h = _HEADER.match(line)
         if h is not None:
-            header[h.group(1)] = _header_value(h)  # type: ignore[literal-required]
+            _set_header(header, h, line, probs)
             continue
         t = _TITLE.match(line)
         if t is not None:
@@ -587,7 +601,7 @@ def _key_values(fmt: str, text: str, problems: list[str] | None) -> tuple[Header
             continue
         h = _HEADER.match(line)
         if h is not None:
-            header[h.group(1)] = _header_value(h)  # type: ignore[literal-required]
+            _set_header(header, h, line, probs)
         else:
             probs.append(f"not a 'name: number' line, ignored: {line[:80]!r}")
     if not values:
