@@ -351,10 +351,10 @@ def _rpc_stats_fast(text: str) -> RpcStats | None:
                     header[name.rstrip()] = seconds  # type: ignore[literal-required]
                     continue
             h = _HEADER.match(line)
-            value = None if h is None else _header_value(h)
-            if h is None or value is None:
+            parsed = None if h is None else _header_value(h)
+            if h is None or parsed is None:
                 return None
-            header[h.group(1)] = value  # type: ignore[literal-required]
+            header[h.group(1)] = parsed  # type: ignore[literal-required]
         elif line and line != _COLUMNS_LINE:
             return None
     for i, ((key, title), block) in enumerate(zip(_TITLES_FAST, blocks, strict=True)):
