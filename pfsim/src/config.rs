@@ -22,6 +22,9 @@ pub struct Config {
     pub jobs: Vec<JobConfig>,
 }
 
+fn default_scheduler() -> String {
+    "none".into()
+}
 fn default_probe() -> u64 {
     500_000_000
 }
@@ -55,6 +58,10 @@ pub struct ClusterConfig {
     pub ost_write_latency_ns: u64,
     /// Extra access time of a request that does not continue a recent one (seek, FTL miss).
     pub ost_random_penalty_ns: u64,
+    /// The block layer's I/O scheduler: "none" (requests in arrival order) or "mq-deadline"
+    /// (an elevator; one-channel devices only).
+    #[serde(default = "default_scheduler")]
+    pub ost_scheduler: String,
     /// Independent units a device serves in parallel (SSD channels; 1 for a disk).
     pub ost_channels: usize,
     /// Bytes of consecutive blocks on one channel before the next channel takes over.
@@ -171,7 +178,8 @@ fn mib() -> u64 {
 impl Config {
     /// Parse and check the resolved configuration.
     pub fn from_json(text: &str) -> Result<Config, String> {
-        let cfg: Config = serde_json::from_str(text).map_err(|e| format!("bad engine config: {e}"))?;
+        let cfg: Config =
+            serde_json::from_str(text).map_err(|e| format!("bad engine config: {e}"))?;
         cfg.check()?;
         Ok(cfg)
     }
@@ -184,16 +192,37 @@ impl Config {
         if c.osts_per_oss * c.oss > 0xffff {
             return Err("too many OSTs (at most 65535)".into());
         }
-        if c.net_bandwidth_bps <= 0.0 || c.net_stream_bps <= 0.0 || c.ost_read_bw_bps <= 0.0 || c.ost_write_bw_bps <= 0.0 {
+        if c.net_bandwidth_bps <= 0.0
+            || c.net_stream_bps <= 0.0
+            || c.ost_read_bw_bps <= 0.0
+            || c.ost_write_bw_bps <= 0.0
+        {
             return Err("bandwidths must be positive".into());
         }
         if c.ost_kind != "ssd" && c.ost_kind != "hdd" {
             return Err(format!("ost_kind must be ssd or hdd, not {:?}", c.ost_kind));
         }
-        if c.oss_threads == 0 || c.ost_channels == 0 || c.ost_stripe_bytes < 4096 {
-            return Err("oss_threads and ost_channels must be at least 1, ost_stripe at least 4 KiB".into());
+        match c.ost_scheduler.as_str() {
+            "none" => {}
+            "mq-deadline" if c.ost_channels == 1 => {}
+            "mq-deadline" => {
+                return Err("ost_scheduler mq-deadline needs ost_channels 1 (one actuator)".into())
+            }
+            other => {
+                return Err(format!(
+                    "ost_scheduler must be none or mq-deadline, not {other:?}"
+                ))
+            }
         }
-        if c.brw_size_bytes < 4096 || c.brw_size_bytes > 64 << 20 || !c.brw_size_bytes.is_power_of_two() {
+        if c.oss_threads == 0 || c.ost_channels == 0 || c.ost_stripe_bytes < 4096 {
+            return Err(
+                "oss_threads and ost_channels must be at least 1, ost_stripe at least 4 KiB".into(),
+            );
+        }
+        if c.brw_size_bytes < 4096
+            || c.brw_size_bytes > 64 << 20
+            || !c.brw_size_bytes.is_power_of_two()
+        {
             return Err("brw_size must be a power of two between 4 KiB and 64 MiB".into());
         }
         if self.probe_interval_ns == 0 {
@@ -208,23 +237,39 @@ impl Config {
                 return Err(format!("job {}: stripe_count must be 1..{n_ost}", j.name));
             }
             if j.stripe_size < 65536 || j.stripe_size % 65536 != 0 {
-                return Err(format!("job {}: stripe_size must be a multiple of 64 KiB", j.name));
+                return Err(format!(
+                    "job {}: stripe_size must be a multiple of 64 KiB",
+                    j.name
+                ));
             }
             let missing = match j.workload.as_str() {
                 "ior" => j.ior.is_none(),
-                "h5bench.vpic" | "h5bench.bdcats" => j.h5bench.as_ref().is_none_or(|h| h.processes == 0 || h.particles == 0 || h.timesteps == 0),
+                "h5bench.vpic" | "h5bench.bdcats" => j
+                    .h5bench
+                    .as_ref()
+                    .is_none_or(|h| h.processes == 0 || h.particles == 0 || h.timesteps == 0),
                 "dlio" => j.dlio.as_ref().is_none_or(|d| {
-                    d.files == 0 || d.samples_per_file == 0 || d.sample_size == 0 || d.transfer_size == 0 || d.read_threads == 0
+                    d.files == 0
+                        || d.samples_per_file == 0
+                        || d.sample_size == 0
+                        || d.transfer_size == 0
+                        || d.read_threads == 0
                 }),
                 _ => {
                     if j.iosize == 0 || j.filesize < j.iosize {
-                        return Err(format!("job {}: iosize must be positive and at most filesize", j.name));
+                        return Err(format!(
+                            "job {}: iosize must be positive and at most filesize",
+                            j.name
+                        ));
                     }
                     false
                 }
             };
             if missing {
-                return Err(format!("job {}: {} parameters missing or zero", j.name, j.workload));
+                return Err(format!(
+                    "job {}: {} parameters missing or zero",
+                    j.name, j.workload
+                ));
             }
         }
         Ok(())

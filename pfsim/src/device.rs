@@ -1,6 +1,5 @@
 //! Network links and OST devices: the shared resources every RPC competes for.
 
-
 /// A node's network link in one direction. LNet sends the bulk data between two peers over one
 /// TCP connection, so transfers on a link are served in order (FIFO), each at the link's rate.
 #[derive(Clone, Debug, Default)]
@@ -12,7 +11,14 @@ pub struct Link {
 /// Reserve the sender's up-link and the receiver's down-link for `bytes` at the link rate; one
 /// transfer alone moves no faster than `stream_bps`. Returns when the last byte has arrived
 /// (latency not included).
-pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f64, stream_bps: f64) -> u64 {
+pub fn transfer(
+    up: &mut Link,
+    down: &mut Link,
+    now: u64,
+    bytes: u64,
+    bw_bps: f64,
+    stream_bps: f64,
+) -> u64 {
     let start = now.max(up.free_at).max(down.free_at);
     let dur = (bytes as f64 * 1e9 / bw_bps).ceil() as u64;
     let end = start + dur;
@@ -45,7 +51,14 @@ pub struct Device {
 
 impl Device {
     /// `read_bw`/`write_bw` are the whole device's bandwidths, bytes per second.
-    pub fn new(channels: usize, stripe: u64, read_bw: f64, write_bw: f64, access: (u64, u64), penalty_ns: u64) -> Device {
+    pub fn new(
+        channels: usize,
+        stripe: u64,
+        read_bw: f64,
+        write_bw: f64,
+        access: (u64, u64),
+        penalty_ns: u64,
+    ) -> Device {
         let n = channels.max(1) as f64;
         Device {
             channels: vec![0; channels.max(1)],
@@ -61,16 +74,36 @@ impl Device {
         }
     }
 
+    /// Where byte `start` of object `obj` lies on the device: objects sit at scattered places,
+    /// so the object id is mixed into the block address.
+    pub fn lba(&self, obj: u64, start: u64) -> u64 {
+        (obj.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) * self.stripe + start
+    }
+
+    /// The time a request waits between its issue and its first byte.
+    pub fn access_ns(&self, write: bool) -> u64 {
+        if write {
+            self.write_access_ns
+        } else {
+            self.read_access_ns
+        }
+    }
+
     /// Queue a request for bytes [start, start + len) of object `obj`; returns when its last
     /// byte has been read or written.
     pub fn submit(&mut self, now: u64, obj: u64, start: u64, len: u64, write: bool) -> u64 {
-        let sequential = self.recent_ends.iter().any(|&(o, e)| o == obj && e == start);
+        let sequential = self
+            .recent_ends
+            .iter()
+            .any(|&(o, e)| o == obj && e == start);
         self.recent_ends[self.recent_pos] = (obj, start + len);
         self.recent_pos = (self.recent_pos + 1) % self.recent_ends.len();
-        let (per_byte, access) =
-            if write { (self.write_ns_per_byte, self.write_access_ns) } else { (self.read_ns_per_byte, self.read_access_ns) };
-        // objects sit at scattered places on the device; mix the object id into the block address
-        let lba = (obj.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) * self.stripe + start;
+        let (per_byte, access) = if write {
+            (self.write_ns_per_byte, self.write_access_ns)
+        } else {
+            (self.read_ns_per_byte, self.read_access_ns)
+        };
+        let lba = self.lba(obj, start);
         let n = self.channels.len() as u64;
         let mut pos = lba;
         let end = lba + len.max(1);
@@ -95,5 +128,310 @@ impl Device {
             pos += piece;
         }
         done
+    }
+}
+
+/// The block layer's I/O scheduler in front of each OST device (`ost_scheduler`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    /// `none`: requests reach the device in the order they come (Linux's default for NVMe).
+    None,
+    /// `mq-deadline`: Linux's default for rotational disks, see [`Elevator`].
+    Deadline,
+}
+
+/// mq-deadline's defaults: `read_expire`, `write_expire`, `fifo_batch`, `writes_starved`.
+const READ_EXPIRE_NS: u64 = 500_000_000;
+const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
+const FIFO_BATCH: u32 = 16;
+const WRITES_STARVED: u32 = 2;
+/// The largest request merging builds: Lustre's `l_tunedisk` raises a disk's `max_sectors_kb`
+/// to its hardware limit (32767 KiB for SATA), so merges stop at the largest 2.15 RPC, 16 MiB.
+const MAX_MERGE_BYTES: u64 = 16 << 20;
+
+/// One request waiting in the elevator: the RPC it serves and what it reads or writes.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    rpc: u32,
+    obj: u64,
+    start: u64,
+    len: u64,
+    write: bool,
+    lba: u64,
+    arrived: u64,
+}
+
+/// What the elevator sends to the device next: one request, perhaps several merged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    pub obj: u64,
+    pub start: u64,
+    pub len: u64,
+    pub write: bool,
+    /// When the request could have been issued: its first part's arrival, or the access time
+    /// before now (the device then prepared it while finishing the previous one).
+    pub issued: u64,
+}
+
+/// mq-deadline (Linux `block/mq-deadline.c`, `__dd_dispatch_request`) in front of a
+/// one-actuator device (a disk), with one request on the device at a time. While the disk is
+/// busy, requests wait here, sorted by block within each direction. When it frees:
+///
+/// * a batch goes on in its direction while fewer than `fifo_batch` (16) requests have been
+///   dispatched in it and a request lies at or after the direction's position (a one-way
+///   sweep);
+/// * otherwise a new batch starts: reads, unless writes wait and have already let
+///   `writes_starved` (2) read batches go first; then the oldest request of that direction if
+///   it has waited past its deadline (reads 500 ms, writes 5 s) or nothing lies ahead, else the
+///   next one ahead.
+///
+/// Waiting requests that continue the dispatched one on the disk, in the same direction, merge
+/// into it (up to 16 MiB) and cost one access. Not modelled: I/O priorities, zoned devices, and
+/// the disk's own command queue (NCQ).
+#[derive(Debug, Default)]
+pub struct Elevator {
+    queue: Vec<Pending>,
+    /// The RPCs whose data is on the device now (empty: the device is idle).
+    serving: Vec<u32>,
+    /// Per direction (read, write): the block after the last request dispatched in it.
+    position: [u64; 2],
+    /// The direction of the current batch (true: writes), and how many it has dispatched.
+    batch_write: Option<bool>,
+    batching: u32,
+    /// Read batches started while writes were waiting.
+    starved: u32,
+}
+
+impl Elevator {
+    pub fn is_idle(&self) -> bool {
+        self.serving.is_empty()
+    }
+
+    /// RPC `rpc` asks for bytes [start, start + len) of object `obj` at `now`.
+    pub fn push(
+        &mut self,
+        device: &Device,
+        rpc: u32,
+        obj: u64,
+        start: u64,
+        len: u64,
+        write: bool,
+        now: u64,
+    ) {
+        let lba = device.lba(obj, start);
+        self.queue.push(Pending {
+            rpc,
+            obj,
+            start,
+            len,
+            write,
+            lba,
+            arrived: now,
+        });
+    }
+
+    /// The first waiting request of direction `write` at or after its position.
+    fn ahead(&self, write: bool) -> Option<usize> {
+        let at = self.position[usize::from(write)];
+        let waiting = self
+            .queue
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.write == write && p.lba >= at);
+        waiting.min_by_key(|(i, p)| (p.lba, *i)).map(|(i, _)| i)
+    }
+
+    /// The oldest waiting request of direction `write` (the head of mq-deadline's FIFO).
+    fn oldest(&self, write: bool) -> Option<usize> {
+        let waiting = self
+            .queue
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.write == write);
+        waiting.min_by_key(|(i, p)| (p.arrived, *i)).map(|(i, _)| i)
+    }
+
+    /// The next request for the device, its RPCs now being served; None if nothing waits.
+    pub fn dispatch(&mut self, device: &Device, now: u64) -> Option<Dispatch> {
+        debug_assert!(
+            self.serving.is_empty(),
+            "one request on the device at a time"
+        );
+        // The queue holds at most the OSS's service threads' requests: scans are cheap.
+        let going_on = match self.batch_write {
+            Some(write) if self.batching < FIFO_BATCH => self.ahead(write),
+            _ => None,
+        };
+        let first = match going_on {
+            Some(i) => {
+                self.batching += 1;
+                i
+            }
+            None => {
+                let reads = self.queue.iter().any(|p| !p.write);
+                let writes = self.queue.iter().any(|p| p.write);
+                let write = if reads && !(writes && self.starved >= WRITES_STARVED) {
+                    self.starved += u32::from(writes);
+                    false
+                } else if writes {
+                    self.starved = 0;
+                    true
+                } else {
+                    return None;
+                };
+                let oldest = self
+                    .oldest(write)
+                    .expect("a request of that direction waits");
+                let expire = if write {
+                    WRITE_EXPIRE_NS
+                } else {
+                    READ_EXPIRE_NS
+                };
+                let expired = now.saturating_sub(self.queue[oldest].arrived) >= expire;
+                self.batch_write = Some(write);
+                self.batching = 1;
+                if expired {
+                    oldest
+                } else {
+                    self.ahead(write).unwrap_or(oldest)
+                }
+            }
+        };
+        let lead = self.queue.swap_remove(first);
+        let (mut len, mut arrived) = (lead.len, lead.arrived);
+        self.serving.push(lead.rpc);
+        while let Some(next) = self.queue.iter().position(|p| {
+            p.obj == lead.obj
+                && p.write == lead.write
+                && p.start == lead.start + len
+                && len + p.len <= MAX_MERGE_BYTES
+        }) {
+            let part = self.queue.swap_remove(next);
+            len += part.len;
+            arrived = arrived.min(part.arrived);
+            self.serving.push(part.rpc);
+        }
+        self.position[usize::from(lead.write)] = lead.lba + len;
+        let issued = arrived.max(now.saturating_sub(device.access_ns(lead.write)));
+        Some(Dispatch {
+            obj: lead.obj,
+            start: lead.start,
+            len,
+            write: lead.write,
+            issued,
+        })
+    }
+
+    /// The device finished the request it was given: its RPCs, in dispatch order.
+    pub fn finish(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.serving)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk() -> Device {
+        Device::new(1, 1 << 20, 100e6, 100e6, (200_000, 200_000), 8_000_000)
+    }
+
+    /// Dispatch everything at `now`: the RPCs of each device request, in order.
+    fn order(elevator: &mut Elevator, device: &Device, now: u64) -> Vec<Vec<u32>> {
+        let mut out = Vec::new();
+        while elevator.dispatch(device, now).is_some() {
+            out.push(elevator.finish());
+        }
+        out
+    }
+
+    const MB: u64 = 1 << 20;
+
+    #[test]
+    fn sweeps_in_block_order_from_the_position_then_takes_the_oldest() {
+        let device = disk();
+        let mut e = Elevator::default();
+        e.position = [0, device.lba(7, 3 * MB)];
+        for (rpc, mb, arrived) in [(0, 5, 0), (1, 1, 30), (2, 4, 0), (3, 9, 0), (4, 2, 10)] {
+            e.push(&device, rpc, 7, mb * MB, 4096, true, arrived);
+        }
+        // from 3 MiB up: 4, 5, 9; nothing ahead: the oldest of the rest (2 MiB), then ahead of it
+        assert_eq!(
+            order(&mut e, &device, 100),
+            vec![vec![2], vec![0], vec![3], vec![4], vec![1]]
+        );
+    }
+
+    #[test]
+    fn merges_what_continues_the_request_in_the_same_direction_only() {
+        let device = disk();
+        let mut e = Elevator::default();
+        e.push(&device, 0, 7, 0, MB, true, 10);
+        e.push(&device, 1, 7, 2 * MB, MB, true, 5);
+        e.push(&device, 2, 7, MB, MB, true, 20);
+        e.push(&device, 3, 7, 3 * MB, MB, false, 100); // a read: not merged into writes
+        e.push(&device, 4, 8, 3 * MB, MB, true, 0); // another object
+        let first = e.dispatch(&device, 1_000_000).unwrap();
+        assert_eq!(
+            (first.obj, first.start, first.len, first.write),
+            (7, 3 * MB, MB, false),
+            "reads first"
+        );
+        e.finish();
+        let d = e.dispatch(&device, 1_000_000).unwrap();
+        assert_eq!((d.obj, d.start, d.len, d.write), (7, 0, 3 * MB, true));
+        assert_eq!(
+            d.issued, 800_000,
+            "queued long enough: the access overlapped the previous request"
+        );
+        assert_eq!(e.finish(), vec![0, 2, 1]);
+        assert_eq!(e.queue.len(), 1);
+    }
+
+    #[test]
+    fn merging_stops_at_sixteen_mib() {
+        let device = disk();
+        let mut e = Elevator::default();
+        for i in 0..5u32 {
+            e.push(&device, i, 7, u64::from(i) * 4 * MB, 4 * MB, false, 0);
+        }
+        assert_eq!(order(&mut e, &device, 0), vec![vec![0, 1, 2, 3], vec![4]]);
+    }
+
+    #[test]
+    fn writes_get_a_batch_after_two_read_batches() {
+        let device = disk();
+        let mut e = Elevator::default();
+        e.push(&device, 100, 9, 0, 4096, true, 0);
+        // 40 reads, none adjacent: batches of 16 reads, 16 reads, then the write
+        for i in 0..40u32 {
+            e.push(&device, i, 7, u64::from(i) * 2 * MB, 4096, false, 0);
+        }
+        let got = order(&mut e, &device, 1);
+        assert_eq!(got[32], vec![100]);
+        assert!(got[..32].iter().all(|rpcs| rpcs[0] < 100));
+        assert_eq!(got.len(), 41);
+    }
+
+    #[test]
+    fn an_expired_request_starts_the_next_batch() {
+        let device = disk();
+        let mut e = Elevator::default();
+        e.position = [device.lba(7, 2 << 30), 0];
+        e.push(&device, 0, 7, 1 << 30, 4096, false, 0); // behind the position
+        e.push(&device, 1, 7, 3 << 30, 4096, false, 400_000_000);
+        // before read_expire the sweep goes on forward
+        assert_eq!(
+            e.dispatch(&device, 499_999_999).map(|d| d.start),
+            Some(3 << 30)
+        );
+        e.finish();
+        e.position = [device.lba(7, 2 << 30), 0];
+        e.batch_write = None;
+        e.push(&device, 1, 7, 3 << 30, 4096, false, 400_000_000);
+        assert_eq!(
+            e.dispatch(&device, 500_000_000).map(|d| d.start),
+            Some(1 << 30)
+        );
     }
 }

@@ -30,6 +30,7 @@ def test_every_preset_resolves_to_every_engine_key(name: str) -> None:
 def test_hdd_preset_values() -> None:
     cluster = parse_scenario(scenario_text("{preset: cloudlab-c220g5}"), "t.yaml").cluster
     assert cluster["ost_kind"] == "hdd"
+    assert cluster["ost_scheduler"] == "mq-deadline"  # CentOS 7's default for a rotational disk
     assert cluster["ost_random_penalty_ns"] == 8_000_000
     assert cluster["net_bandwidth_bps"] == 1.15e9  # decimal MB/s
     assert cluster["client_ram_bytes"] == 192 << 30  # binary GiB

@@ -303,6 +303,9 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc(cluster="{clients: 0}"), "cluster.clients"),
         (doc(cluster="{ost_read_bw: 25Gb/s}"), "cluster.ost_read_bw"),
         (doc(cluster="{ost_kind: nvme}"), "cluster.ost_kind"),
+        (doc(cluster="{ost_scheduler: cfq}"), "cluster.ost_scheduler: 'cfq' is not an I/O scheduler"),
+        (doc(cluster="{ost_scheduler: mq-deadline}"), "cluster.ost_scheduler: the mq-deadline elevator"),
+        (doc(cluster="{preset: cloudlab-c220g5, ost_channels: 4}"), "cluster.ost_channels: the mq-deadline elevator"),
         (doc(cluster="[1, 2]"), "cluster: expected a mapping"),
         (doc(cluster="{preset: [1]}"), "cluster.preset: unknown preset [1]"),
         # not a scenario at all

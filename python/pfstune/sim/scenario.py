@@ -490,6 +490,9 @@ class _Builder:
                 raise self.error(f"cluster.{key}", str(err)) from None
             if engine_key is not None:
                 cluster[engine_key] = converted
+        if cluster["ost_scheduler"] == "mq-deadline" and cluster["ost_channels"] != 1:
+            where = "cluster.ost_scheduler" if "ost_scheduler" in doc else "cluster.ost_channels"
+            raise self.error(where, "the mq-deadline elevator models a one-actuator device: it needs ost_channels: 1")
         # Engine keys in FIELDS order, whatever order the scenario wrote its overrides in.
         order = [f.engine_key for f in FIELDS.values() if f.engine_key is not None]
         return preset, {key: cluster[key] for key in order}
