@@ -149,6 +149,15 @@ const WRITES_STARVED: u32 = 2;
 /// to its hardware limit (32767 KiB for SATA), so merges stop at the largest 2.15 RPC, 16 MiB.
 const MAX_MERGE_BYTES: u64 = 16 << 20;
 
+/// A device request: bytes [start, start + len) of object `obj`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub obj: u64,
+    pub start: u64,
+    pub len: u64,
+    pub write: bool,
+}
+
 /// One request waiting in the elevator: the RPC it serves and what it reads or writes.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
@@ -207,17 +216,14 @@ impl Elevator {
         self.serving.is_empty()
     }
 
-    /// RPC `rpc` asks for bytes [start, start + len) of object `obj` at `now`.
-    pub fn push(
-        &mut self,
-        device: &Device,
-        rpc: u32,
-        obj: u64,
-        start: u64,
-        len: u64,
-        write: bool,
-        now: u64,
-    ) {
+    /// RPC `rpc` asks for `request` at `now`.
+    pub fn push(&mut self, device: &Device, rpc: u32, request: Request, now: u64) {
+        let Request {
+            obj,
+            start,
+            len,
+            write,
+        } = request;
         let lba = device.lba(obj, start);
         self.queue.push(Pending {
             rpc,
@@ -350,10 +356,22 @@ mod tests {
     #[test]
     fn sweeps_in_block_order_from_the_position_then_takes_the_oldest() {
         let device = disk();
-        let mut e = Elevator::default();
-        e.position = [0, device.lba(7, 3 * MB)];
+        let mut e = Elevator {
+            position: [0, device.lba(7, 3 * MB)],
+            ..Default::default()
+        };
         for (rpc, mb, arrived) in [(0, 5, 0), (1, 1, 30), (2, 4, 0), (3, 9, 0), (4, 2, 10)] {
-            e.push(&device, rpc, 7, mb * MB, 4096, true, arrived);
+            e.push(
+                &device,
+                rpc,
+                Request {
+                    obj: 7,
+                    start: mb * MB,
+                    len: 4096,
+                    write: true,
+                },
+                arrived,
+            );
         }
         // from 3 MiB up: 4, 5, 9; nothing ahead: the oldest of the rest (2 MiB), then ahead of it
         assert_eq!(
@@ -366,11 +384,61 @@ mod tests {
     fn merges_what_continues_the_request_in_the_same_direction_only() {
         let device = disk();
         let mut e = Elevator::default();
-        e.push(&device, 0, 7, 0, MB, true, 10);
-        e.push(&device, 1, 7, 2 * MB, MB, true, 5);
-        e.push(&device, 2, 7, MB, MB, true, 20);
-        e.push(&device, 3, 7, 3 * MB, MB, false, 100); // a read: not merged into writes
-        e.push(&device, 4, 8, 3 * MB, MB, true, 0); // another object
+        e.push(
+            &device,
+            0,
+            Request {
+                obj: 7,
+                start: 0,
+                len: MB,
+                write: true,
+            },
+            10,
+        );
+        e.push(
+            &device,
+            1,
+            Request {
+                obj: 7,
+                start: 2 * MB,
+                len: MB,
+                write: true,
+            },
+            5,
+        );
+        e.push(
+            &device,
+            2,
+            Request {
+                obj: 7,
+                start: MB,
+                len: MB,
+                write: true,
+            },
+            20,
+        );
+        e.push(
+            &device,
+            3,
+            Request {
+                obj: 7,
+                start: 3 * MB,
+                len: MB,
+                write: false,
+            },
+            100,
+        ); // a read: not merged into writes
+        e.push(
+            &device,
+            4,
+            Request {
+                obj: 8,
+                start: 3 * MB,
+                len: MB,
+                write: true,
+            },
+            0,
+        ); // another object
         let first = e.dispatch(&device, 1_000_000).unwrap();
         assert_eq!(
             (first.obj, first.start, first.len, first.write),
@@ -393,7 +461,17 @@ mod tests {
         let device = disk();
         let mut e = Elevator::default();
         for i in 0..5u32 {
-            e.push(&device, i, 7, u64::from(i) * 4 * MB, 4 * MB, false, 0);
+            e.push(
+                &device,
+                i,
+                Request {
+                    obj: 7,
+                    start: u64::from(i) * 4 * MB,
+                    len: 4 * MB,
+                    write: false,
+                },
+                0,
+            );
         }
         assert_eq!(order(&mut e, &device, 0), vec![vec![0, 1, 2, 3], vec![4]]);
     }
@@ -402,10 +480,30 @@ mod tests {
     fn writes_get_a_batch_after_two_read_batches() {
         let device = disk();
         let mut e = Elevator::default();
-        e.push(&device, 100, 9, 0, 4096, true, 0);
+        e.push(
+            &device,
+            100,
+            Request {
+                obj: 9,
+                start: 0,
+                len: 4096,
+                write: true,
+            },
+            0,
+        );
         // 40 reads, none adjacent: batches of 16 reads, 16 reads, then the write
         for i in 0..40u32 {
-            e.push(&device, i, 7, u64::from(i) * 2 * MB, 4096, false, 0);
+            e.push(
+                &device,
+                i,
+                Request {
+                    obj: 7,
+                    start: u64::from(i) * 2 * MB,
+                    len: 4096,
+                    write: false,
+                },
+                0,
+            );
         }
         let got = order(&mut e, &device, 1);
         assert_eq!(got[32], vec![100]);
@@ -416,10 +514,32 @@ mod tests {
     #[test]
     fn an_expired_request_starts_the_next_batch() {
         let device = disk();
-        let mut e = Elevator::default();
-        e.position = [device.lba(7, 2 << 30), 0];
-        e.push(&device, 0, 7, 1 << 30, 4096, false, 0); // behind the position
-        e.push(&device, 1, 7, 3 << 30, 4096, false, 400_000_000);
+        let mut e = Elevator {
+            position: [device.lba(7, 2 << 30), 0],
+            ..Default::default()
+        };
+        e.push(
+            &device,
+            0,
+            Request {
+                obj: 7,
+                start: 1 << 30,
+                len: 4096,
+                write: false,
+            },
+            0,
+        ); // behind the position
+        e.push(
+            &device,
+            1,
+            Request {
+                obj: 7,
+                start: 3 << 30,
+                len: 4096,
+                write: false,
+            },
+            400_000_000,
+        );
         // before read_expire the sweep goes on forward
         assert_eq!(
             e.dispatch(&device, 499_999_999).map(|d| d.start),
@@ -428,7 +548,17 @@ mod tests {
         e.finish();
         e.position = [device.lba(7, 2 << 30), 0];
         e.batch_write = None;
-        e.push(&device, 1, 7, 3 << 30, 4096, false, 400_000_000);
+        e.push(
+            &device,
+            1,
+            Request {
+                obj: 7,
+                start: 3 << 30,
+                len: 4096,
+                write: false,
+            },
+            400_000_000,
+        );
         assert_eq!(
             e.dispatch(&device, 500_000_000).map(|d| d.start),
             Some(1 << 30)

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{Config, JobConfig};
-use crate::device::{transfer, Device, Elevator, Link, Scheduler};
+use crate::device::{transfer, Device, Elevator, Link, Request, Scheduler};
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
@@ -1467,7 +1467,17 @@ impl Sim {
             self.schedule(done, Ev::Rpc(id));
             return;
         }
-        self.elevators[ost].push(&self.devices[ost], id, obj, start, len, write, self.now);
+        self.elevators[ost].push(
+            &self.devices[ost],
+            id,
+            Request {
+                obj,
+                start,
+                len,
+                write,
+            },
+            self.now,
+        );
         if self.elevators[ost].is_idle() {
             self.dispatch_disk(ost);
         }
