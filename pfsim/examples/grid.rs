@@ -22,8 +22,7 @@ fn main() {
             let mut v = base.clone();
             v["tunables"]["osc.max_pages_per_rpc"] = mppr.to_string().into();
             v["tunables"]["osc.max_rpcs_in_flight"] = mrif.to_string().into();
-            let mut sim =
-                Sim::new(Config::from_json(&v.to_string()).expect("config")).expect("sim");
+            let mut sim = Sim::new(Config::from_json(&v.to_string()).expect("config")).expect("sim");
             let end = sim.cfg.duration_ns;
             sim.run_until(end);
             let t = sim.totals();
@@ -35,15 +34,10 @@ fn main() {
                 t.events
             );
             if only.is_some() {
-                eprintln!(
-                    "event kinds (thread, chunk, rpc, flusher, disk): {:?}",
-                    sim.ev_kinds
-                );
+                eprintln!("event kinds (thread, chunk, rpc, flusher, disk): {:?}", sim.ev_kinds);
                 for &o in &sim.clients[0].oscs {
                     let name = &sim.oscs[o as usize].name;
-                    let st = sim
-                        .get_param(0, &format!("osc.{name}.stats"))
-                        .expect("stats");
+                    let st = sim.get_param(0, &format!("osc.{name}.stats")).expect("stats");
                     if st.contains("ost_read") || st.contains("ost_write") {
                         println!("{st}");
                     }

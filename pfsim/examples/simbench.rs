@@ -19,21 +19,16 @@ fn fnv(h: &mut u64, bytes: &[u8]) {
 
 /// CPU seconds (user + system) of this process so far, from /proc (Linux; 0 elsewhere).
 fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return 0.0 };
     let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
     let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0)
-        + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let ticks: f64 = f.get(11).and_then(|u| u.parse().ok()).unwrap_or(0.0) + f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
     ticks / 100.0
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let path = args
-        .get(1)
-        .expect("usage: simbench SCENARIO.json [duration_s] [--digest-clients N]");
+    let path = args.get(1).expect("usage: simbench SCENARIO.json [duration_s] [--digest-clients N]");
     let text = std::fs::read_to_string(path).expect("readable scenario");
     let mut v: serde_json::Value = serde_json::from_str(&text).expect("json");
     let mut every = 1usize;
@@ -69,10 +64,7 @@ fn main() {
         for o in sim.oscs.iter().take(64) {
             let n: usize = o.objects.values().map(|oc| oc.extents.len()).sum();
             if n > 0 {
-                eprintln!(
-                    "{}: extents {n} dirty {} grant {}",
-                    o.name, o.dirty_pages, o.avail_grant
-                );
+                eprintln!("{}: extents {n} dirty {} grant {}", o.name, o.dirty_pages, o.avail_grant);
             }
         }
     }
@@ -80,9 +72,7 @@ fn main() {
     fnv(&mut h, format!("{:?}", sim.totals()).as_bytes());
     for c in (0..sim.clients.len()).step_by(every) {
         for p in sim.list_params(c) {
-            let text = sim
-                .get_param(c, &p.name)
-                .unwrap_or_else(|e| format!("errno {e}"));
+            let text = sim.get_param(c, &p.name).unwrap_or_else(|e| format!("errno {e}"));
             fnv(&mut h, p.name.as_bytes());
             fnv(&mut h, text.as_bytes());
         }

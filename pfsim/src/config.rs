@@ -178,8 +178,7 @@ fn mib() -> u64 {
 impl Config {
     /// Parse and check the resolved configuration.
     pub fn from_json(text: &str) -> Result<Config, String> {
-        let cfg: Config =
-            serde_json::from_str(text).map_err(|e| format!("bad engine config: {e}"))?;
+        let cfg: Config = serde_json::from_str(text).map_err(|e| format!("bad engine config: {e}"))?;
         cfg.check()?;
         Ok(cfg)
     }
@@ -192,11 +191,7 @@ impl Config {
         if c.osts_per_oss * c.oss > 0xffff {
             return Err("too many OSTs (at most 65535)".into());
         }
-        if c.net_bandwidth_bps <= 0.0
-            || c.net_stream_bps <= 0.0
-            || c.ost_read_bw_bps <= 0.0
-            || c.ost_write_bw_bps <= 0.0
-        {
+        if c.net_bandwidth_bps <= 0.0 || c.net_stream_bps <= 0.0 || c.ost_read_bw_bps <= 0.0 || c.ost_write_bw_bps <= 0.0 {
             return Err("bandwidths must be positive".into());
         }
         if c.ost_kind != "ssd" && c.ost_kind != "hdd" {
@@ -205,24 +200,13 @@ impl Config {
         match c.ost_scheduler.as_str() {
             "none" => {}
             "mq-deadline" if c.ost_channels == 1 => {}
-            "mq-deadline" => {
-                return Err("ost_scheduler mq-deadline needs ost_channels 1 (one actuator)".into())
-            }
-            other => {
-                return Err(format!(
-                    "ost_scheduler must be none or mq-deadline, not {other:?}"
-                ))
-            }
+            "mq-deadline" => return Err("ost_scheduler mq-deadline needs ost_channels 1 (one actuator)".into()),
+            other => return Err(format!("ost_scheduler must be none or mq-deadline, not {other:?}")),
         }
         if c.oss_threads == 0 || c.ost_channels == 0 || c.ost_stripe_bytes < 4096 {
-            return Err(
-                "oss_threads and ost_channels must be at least 1, ost_stripe at least 4 KiB".into(),
-            );
+            return Err("oss_threads and ost_channels must be at least 1, ost_stripe at least 4 KiB".into());
         }
-        if c.brw_size_bytes < 4096
-            || c.brw_size_bytes > 64 << 20
-            || !c.brw_size_bytes.is_power_of_two()
-        {
+        if c.brw_size_bytes < 4096 || c.brw_size_bytes > 64 << 20 || !c.brw_size_bytes.is_power_of_two() {
             return Err("brw_size must be a power of two between 4 KiB and 64 MiB".into());
         }
         if self.probe_interval_ns == 0 {
@@ -237,39 +221,23 @@ impl Config {
                 return Err(format!("job {}: stripe_count must be 1..{n_ost}", j.name));
             }
             if j.stripe_size < 65536 || j.stripe_size % 65536 != 0 {
-                return Err(format!(
-                    "job {}: stripe_size must be a multiple of 64 KiB",
-                    j.name
-                ));
+                return Err(format!("job {}: stripe_size must be a multiple of 64 KiB", j.name));
             }
             let missing = match j.workload.as_str() {
                 "ior" => j.ior.is_none(),
-                "h5bench.vpic" | "h5bench.bdcats" => j
-                    .h5bench
-                    .as_ref()
-                    .is_none_or(|h| h.processes == 0 || h.particles == 0 || h.timesteps == 0),
+                "h5bench.vpic" | "h5bench.bdcats" => j.h5bench.as_ref().is_none_or(|h| h.processes == 0 || h.particles == 0 || h.timesteps == 0),
                 "dlio" => j.dlio.as_ref().is_none_or(|d| {
-                    d.files == 0
-                        || d.samples_per_file == 0
-                        || d.sample_size == 0
-                        || d.transfer_size == 0
-                        || d.read_threads == 0
+                    d.files == 0 || d.samples_per_file == 0 || d.sample_size == 0 || d.transfer_size == 0 || d.read_threads == 0
                 }),
                 _ => {
                     if j.iosize == 0 || j.filesize < j.iosize {
-                        return Err(format!(
-                            "job {}: iosize must be positive and at most filesize",
-                            j.name
-                        ));
+                        return Err(format!("job {}: iosize must be positive and at most filesize", j.name));
                     }
                     false
                 }
             };
             if missing {
-                return Err(format!(
-                    "job {}: {} parameters missing or zero",
-                    j.name, j.workload
-                ));
+                return Err(format!("job {}: {} parameters missing or zero", j.name, j.workload));
             }
         }
         Ok(())

@@ -1,5 +1,6 @@
 //! Network links and OST devices: the shared resources every RPC competes for.
 
+
 /// A node's network link in one direction. LNet sends the bulk data between two peers over one
 /// TCP connection, so transfers on a link are served in order (FIFO), each at the link's rate.
 #[derive(Clone, Debug, Default)]
@@ -11,14 +12,7 @@ pub struct Link {
 /// Reserve the sender's up-link and the receiver's down-link for `bytes` at the link rate; one
 /// transfer alone moves no faster than `stream_bps`. Returns when the last byte has arrived
 /// (latency not included).
-pub fn transfer(
-    up: &mut Link,
-    down: &mut Link,
-    now: u64,
-    bytes: u64,
-    bw_bps: f64,
-    stream_bps: f64,
-) -> u64 {
+pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f64, stream_bps: f64) -> u64 {
     let start = now.max(up.free_at).max(down.free_at);
     let dur = (bytes as f64 * 1e9 / bw_bps).ceil() as u64;
     let end = start + dur;
@@ -51,14 +45,7 @@ pub struct Device {
 
 impl Device {
     /// `read_bw`/`write_bw` are the whole device's bandwidths, bytes per second.
-    pub fn new(
-        channels: usize,
-        stripe: u64,
-        read_bw: f64,
-        write_bw: f64,
-        access: (u64, u64),
-        penalty_ns: u64,
-    ) -> Device {
+    pub fn new(channels: usize, stripe: u64, read_bw: f64, write_bw: f64, access: (u64, u64), penalty_ns: u64) -> Device {
         let n = channels.max(1) as f64;
         Device {
             channels: vec![0; channels.max(1)],
@@ -82,27 +69,17 @@ impl Device {
 
     /// The time a request waits between its issue and its first byte.
     pub fn access_ns(&self, write: bool) -> u64 {
-        if write {
-            self.write_access_ns
-        } else {
-            self.read_access_ns
-        }
+        if write { self.write_access_ns } else { self.read_access_ns }
     }
 
     /// Queue a request for bytes [start, start + len) of object `obj`; returns when its last
     /// byte has been read or written.
     pub fn submit(&mut self, now: u64, obj: u64, start: u64, len: u64, write: bool) -> u64 {
-        let sequential = self
-            .recent_ends
-            .iter()
-            .any(|&(o, e)| o == obj && e == start);
+        let sequential = self.recent_ends.iter().any(|&(o, e)| o == obj && e == start);
         self.recent_ends[self.recent_pos] = (obj, start + len);
         self.recent_pos = (self.recent_pos + 1) % self.recent_ends.len();
-        let (per_byte, access) = if write {
-            (self.write_ns_per_byte, self.write_access_ns)
-        } else {
-            (self.read_ns_per_byte, self.read_access_ns)
-        };
+        let (per_byte, access) =
+            if write { (self.write_ns_per_byte, self.write_access_ns) } else { (self.read_ns_per_byte, self.read_access_ns) };
         let lba = self.lba(obj, start);
         let n = self.channels.len() as u64;
         let mut pos = lba;
@@ -218,51 +195,27 @@ impl Elevator {
 
     /// RPC `rpc` asks for `request` at `now`.
     pub fn push(&mut self, device: &Device, rpc: u32, request: Request, now: u64) {
-        let Request {
-            obj,
-            start,
-            len,
-            write,
-        } = request;
+        let Request { obj, start, len, write } = request;
         let lba = device.lba(obj, start);
-        self.queue.push(Pending {
-            rpc,
-            obj,
-            start,
-            len,
-            write,
-            lba,
-            arrived: now,
-        });
+        self.queue.push(Pending { rpc, obj, start, len, write, lba, arrived: now });
     }
 
     /// The first waiting request of direction `write` at or after its position.
     fn ahead(&self, write: bool) -> Option<usize> {
         let at = self.position[usize::from(write)];
-        let waiting = self
-            .queue
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.write == write && p.lba >= at);
+        let waiting = self.queue.iter().enumerate().filter(|(_, p)| p.write == write && p.lba >= at);
         waiting.min_by_key(|(i, p)| (p.lba, *i)).map(|(i, _)| i)
     }
 
     /// The oldest waiting request of direction `write` (the head of mq-deadline's FIFO).
     fn oldest(&self, write: bool) -> Option<usize> {
-        let waiting = self
-            .queue
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.write == write);
+        let waiting = self.queue.iter().enumerate().filter(|(_, p)| p.write == write);
         waiting.min_by_key(|(i, p)| (p.arrived, *i)).map(|(i, _)| i)
     }
 
     /// The next request for the device, its RPCs now being served; None if nothing waits.
     pub fn dispatch(&mut self, device: &Device, now: u64) -> Option<Dispatch> {
-        debug_assert!(
-            self.serving.is_empty(),
-            "one request on the device at a time"
-        );
+        debug_assert!(self.serving.is_empty(), "one request on the device at a time");
         // The queue holds at most the OSS's service threads' requests: scans are cheap.
         let going_on = match self.batch_write {
             Some(write) if self.batching < FIFO_BATCH => self.ahead(write),
@@ -285,32 +238,19 @@ impl Elevator {
                 } else {
                     return None;
                 };
-                let oldest = self
-                    .oldest(write)
-                    .expect("a request of that direction waits");
-                let expire = if write {
-                    WRITE_EXPIRE_NS
-                } else {
-                    READ_EXPIRE_NS
-                };
+                let oldest = self.oldest(write).expect("a request of that direction waits");
+                let expire = if write { WRITE_EXPIRE_NS } else { READ_EXPIRE_NS };
                 let expired = now.saturating_sub(self.queue[oldest].arrived) >= expire;
                 self.batch_write = Some(write);
                 self.batching = 1;
-                if expired {
-                    oldest
-                } else {
-                    self.ahead(write).unwrap_or(oldest)
-                }
+                if expired { oldest } else { self.ahead(write).unwrap_or(oldest) }
             }
         };
         let lead = self.queue.swap_remove(first);
         let (mut len, mut arrived) = (lead.len, lead.arrived);
         self.serving.push(lead.rpc);
         while let Some(next) = self.queue.iter().position(|p| {
-            p.obj == lead.obj
-                && p.write == lead.write
-                && p.start == lead.start + len
-                && len + p.len <= MAX_MERGE_BYTES
+            p.obj == lead.obj && p.write == lead.write && p.start == lead.start + len && len + p.len <= MAX_MERGE_BYTES
         }) {
             let part = self.queue.swap_remove(next);
             len += part.len;
@@ -319,13 +259,7 @@ impl Elevator {
         }
         self.position[usize::from(lead.write)] = lead.lba + len;
         let issued = arrived.max(now.saturating_sub(device.access_ns(lead.write)));
-        Some(Dispatch {
-            obj: lead.obj,
-            start: lead.start,
-            len,
-            write: lead.write,
-            issued,
-        })
+        Some(Dispatch { obj: lead.obj, start: lead.start, len, write: lead.write, issued })
     }
 
     /// The device finished the request it was given: its RPCs, in dispatch order.
@@ -338,8 +272,14 @@ impl Elevator {
 mod tests {
     use super::*;
 
+    const MB: u64 = 1 << 20;
+
     fn disk() -> Device {
-        Device::new(1, 1 << 20, 100e6, 100e6, (200_000, 200_000), 8_000_000)
+        Device::new(1, MB, 100e6, 100e6, (200_000, 200_000), 8_000_000)
+    }
+
+    fn req(obj: u64, start: u64, len: u64, write: bool) -> Request {
+        Request { obj, start, len, write }
     }
 
     /// Dispatch everything at `now`: the RPCs of each device request, in order.
@@ -351,107 +291,32 @@ mod tests {
         out
     }
 
-    const MB: u64 = 1 << 20;
-
     #[test]
     fn sweeps_in_block_order_from_the_position_then_takes_the_oldest() {
         let device = disk();
-        let mut e = Elevator {
-            position: [0, device.lba(7, 3 * MB)],
-            ..Default::default()
-        };
+        let mut e = Elevator { position: [0, device.lba(7, 3 * MB)], ..Default::default() };
         for (rpc, mb, arrived) in [(0, 5, 0), (1, 1, 30), (2, 4, 0), (3, 9, 0), (4, 2, 10)] {
-            e.push(
-                &device,
-                rpc,
-                Request {
-                    obj: 7,
-                    start: mb * MB,
-                    len: 4096,
-                    write: true,
-                },
-                arrived,
-            );
+            e.push(&device, rpc, req(7, mb * MB, 4096, true), arrived);
         }
         // from 3 MiB up: 4, 5, 9; nothing ahead: the oldest of the rest (2 MiB), then ahead of it
-        assert_eq!(
-            order(&mut e, &device, 100),
-            vec![vec![2], vec![0], vec![3], vec![4], vec![1]]
-        );
+        assert_eq!(order(&mut e, &device, 100), vec![vec![2], vec![0], vec![3], vec![4], vec![1]]);
     }
 
     #[test]
     fn merges_what_continues_the_request_in_the_same_direction_only() {
         let device = disk();
         let mut e = Elevator::default();
-        e.push(
-            &device,
-            0,
-            Request {
-                obj: 7,
-                start: 0,
-                len: MB,
-                write: true,
-            },
-            10,
-        );
-        e.push(
-            &device,
-            1,
-            Request {
-                obj: 7,
-                start: 2 * MB,
-                len: MB,
-                write: true,
-            },
-            5,
-        );
-        e.push(
-            &device,
-            2,
-            Request {
-                obj: 7,
-                start: MB,
-                len: MB,
-                write: true,
-            },
-            20,
-        );
-        e.push(
-            &device,
-            3,
-            Request {
-                obj: 7,
-                start: 3 * MB,
-                len: MB,
-                write: false,
-            },
-            100,
-        ); // a read: not merged into writes
-        e.push(
-            &device,
-            4,
-            Request {
-                obj: 8,
-                start: 3 * MB,
-                len: MB,
-                write: true,
-            },
-            0,
-        ); // another object
+        e.push(&device, 0, req(7, 0, MB, true), 10);
+        e.push(&device, 1, req(7, 2 * MB, MB, true), 5);
+        e.push(&device, 2, req(7, MB, MB, true), 20);
+        e.push(&device, 3, req(7, 3 * MB, MB, false), 100); // a read: not merged into writes
+        e.push(&device, 4, req(8, 3 * MB, MB, true), 0); // another object
         let first = e.dispatch(&device, 1_000_000).unwrap();
-        assert_eq!(
-            (first.obj, first.start, first.len, first.write),
-            (7, 3 * MB, MB, false),
-            "reads first"
-        );
+        assert_eq!((first.obj, first.start, first.len, first.write), (7, 3 * MB, MB, false), "reads first");
         e.finish();
         let d = e.dispatch(&device, 1_000_000).unwrap();
         assert_eq!((d.obj, d.start, d.len, d.write), (7, 0, 3 * MB, true));
-        assert_eq!(
-            d.issued, 800_000,
-            "queued long enough: the access overlapped the previous request"
-        );
+        assert_eq!(d.issued, 800_000, "queued long enough: the access overlapped the previous request");
         assert_eq!(e.finish(), vec![0, 2, 1]);
         assert_eq!(e.queue.len(), 1);
     }
@@ -461,17 +326,7 @@ mod tests {
         let device = disk();
         let mut e = Elevator::default();
         for i in 0..5u32 {
-            e.push(
-                &device,
-                i,
-                Request {
-                    obj: 7,
-                    start: u64::from(i) * 4 * MB,
-                    len: 4 * MB,
-                    write: false,
-                },
-                0,
-            );
+            e.push(&device, i, req(7, u64::from(i) * 4 * MB, 4 * MB, false), 0);
         }
         assert_eq!(order(&mut e, &device, 0), vec![vec![0, 1, 2, 3], vec![4]]);
     }
@@ -480,30 +335,10 @@ mod tests {
     fn writes_get_a_batch_after_two_read_batches() {
         let device = disk();
         let mut e = Elevator::default();
-        e.push(
-            &device,
-            100,
-            Request {
-                obj: 9,
-                start: 0,
-                len: 4096,
-                write: true,
-            },
-            0,
-        );
+        e.push(&device, 100, req(9, 0, 4096, true), 0);
         // 40 reads, none adjacent: batches of 16 reads, 16 reads, then the write
         for i in 0..40u32 {
-            e.push(
-                &device,
-                i,
-                Request {
-                    obj: 7,
-                    start: u64::from(i) * 2 * MB,
-                    len: 4096,
-                    write: false,
-                },
-                0,
-            );
+            e.push(&device, i, req(7, u64::from(i) * 2 * MB, 4096, false), 0);
         }
         let got = order(&mut e, &device, 1);
         assert_eq!(got[32], vec![100]);
@@ -514,54 +349,18 @@ mod tests {
     #[test]
     fn an_expired_request_starts_the_next_batch() {
         let device = disk();
-        let mut e = Elevator {
-            position: [device.lba(7, 2 << 30), 0],
-            ..Default::default()
-        };
-        e.push(
-            &device,
-            0,
-            Request {
-                obj: 7,
-                start: 1 << 30,
-                len: 4096,
-                write: false,
-            },
-            0,
-        ); // behind the position
-        e.push(
-            &device,
-            1,
-            Request {
-                obj: 7,
-                start: 3 << 30,
-                len: 4096,
-                write: false,
-            },
-            400_000_000,
-        );
+        let behind = req(7, 1 << 30, 4096, false);
+        let ahead = req(7, 3 << 30, 4096, false);
+        let fresh = || Elevator { position: [device.lba(7, 2 << 30), 0], ..Default::default() };
         // before read_expire the sweep goes on forward
-        assert_eq!(
-            e.dispatch(&device, 499_999_999).map(|d| d.start),
-            Some(3 << 30)
-        );
-        e.finish();
-        e.position = [device.lba(7, 2 << 30), 0];
-        e.batch_write = None;
-        e.push(
-            &device,
-            1,
-            Request {
-                obj: 7,
-                start: 3 << 30,
-                len: 4096,
-                write: false,
-            },
-            400_000_000,
-        );
-        assert_eq!(
-            e.dispatch(&device, 500_000_000).map(|d| d.start),
-            Some(1 << 30)
-        );
+        let mut e = fresh();
+        e.push(&device, 0, behind, 0);
+        e.push(&device, 1, ahead, 400_000_000);
+        assert_eq!(e.dispatch(&device, 499_999_999).map(|d| d.start), Some(3 << 30));
+        // at read_expire the oldest goes first
+        let mut e = fresh();
+        e.push(&device, 0, behind, 0);
+        e.push(&device, 1, ahead, 400_000_000);
+        assert_eq!(e.dispatch(&device, 500_000_000).map(|d| d.start), Some(1 << 30));
     }
 }

@@ -94,13 +94,7 @@ impl Sim {
             let (stripe, start) = f.map(p);
             let run_end = last.min(f.chunk_end(p));
             let end = start + (run_end - p);
-            let covers = |l: &Lock| {
-                l.client == client
-                    && !l.cancelling
-                    && l.start <= start
-                    && l.end >= end
-                    && (l.write || !write)
-            };
+            let covers = |l: &Lock| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write);
             // the lock that covered this thread's last look usually covers this one: try it first
             let locks = &f.locks[stripe];
             let covered = locks.get(hint).is_some_and(covers) || {
@@ -110,16 +104,7 @@ impl Sim {
             };
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter {
-                    tid,
-                    client,
-                    file: file as u32,
-                    stripe,
-                    start,
-                    end,
-                    write,
-                    idle_at: u64::MAX,
-                });
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, idle_at: u64::MAX });
                 self.process_lock_queue();
                 return false;
             }
@@ -160,20 +145,12 @@ impl Sim {
             // an earlier conflicting request of another client goes first (the OST's queue)
             let queued_before = || {
                 self.lock_waiters[..i].iter().any(|e| {
-                    e.file == w.file
-                        && e.stripe == w.stripe
-                        && e.client != w.client
-                        && e.start <= w.end
-                        && w.start <= e.end
-                        && (e.write || w.write)
+                    e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
                 })
             };
             let locks = &self.files[w.file as usize].locks[w.stripe];
             let (mut blocked, mut live) = (false, false);
-            for l in locks
-                .iter()
-                .filter(|l| conflicts(l, w.client, w.start, w.end, w.write))
-            {
+            for l in locks.iter().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)) {
                 blocked = true;
                 live |= !l.cancelling;
             }
@@ -191,11 +168,7 @@ impl Sim {
                 i += 1;
                 continue;
             }
-            let blocking: Vec<Lock> = locks
-                .iter()
-                .copied()
-                .filter(|l| conflicts(l, w.client, w.start, w.end, w.write))
-                .collect();
+            let blocking: Vec<Lock> = locks.iter().copied().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)).collect();
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
                 self.files[w.file as usize].contended[w.stripe] = true;
                 self.call_back(w.file, w.stripe, lock);
@@ -209,25 +182,15 @@ impl Sim {
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
     fn call_back(&mut self, file: u32, stripe: usize, lock: Lock) {
         let locks = &mut self.files[file as usize].locks[stripe];
-        let Some(l) = locks.iter_mut().find(|l| **l == lock) else {
-            return;
-        };
+        let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
         l.cancelling = true;
         let cancelling = *l;
         self.files[file as usize].lock_changes[stripe] += 1;
-        self.callbacks.push(Callback {
-            file,
-            stripe,
-            lock: cancelling,
-        });
+        self.callbacks.push(Callback { file, stripe, lock: cancelling });
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
-        self.oscs[osc_i as usize]
-            .objects
-            .entry(obj)
-            .or_default()
-            .make_hp(lock.start, lock.end);
+        self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
     }
 
@@ -265,10 +228,7 @@ impl Sim {
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
                 if dirty {
-                    let oc = self.oscs[osc_i as usize]
-                        .objects
-                        .get_mut(&obj)
-                        .expect("object");
+                    let oc = self.oscs[osc_i as usize].objects.get_mut(&obj).expect("object");
                     for &(s, e) in &own {
                         oc.make_hp(s, e);
                     }
@@ -283,13 +243,7 @@ impl Sim {
             let osc = &mut self.oscs[osc_i as usize];
             osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
             osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
-            self.drop_cached_object_range(
-                cb.lock.client as usize,
-                cb.file,
-                cb.stripe,
-                cb.lock.start,
-                cb.lock.end,
-            );
+            self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
             cancelled += 1;
         }
         cancelled
@@ -307,12 +261,7 @@ impl Sim {
             .chain(
                 self.lock_waiters
                     .iter()
-                    .filter(|e| {
-                        e.file == w.file
-                            && e.stripe == w.stripe
-                            && e.client != w.client
-                            && (w.write || e.write)
-                    })
+                    .filter(|e| e.file == w.file && e.stripe == w.stripe && e.client != w.client && (w.write || e.write))
                     .map(|e| (e.start, e.end)),
             );
         for (start, end) in others {
@@ -330,25 +279,12 @@ impl Sim {
         }
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
-        locks.retain(|l| {
-            !(l.client == w.client
-                && !l.cancelling
-                && l.start >= lo
-                && l.end <= hi
-                && (w.write || !l.write))
-        });
-        locks.push(Lock {
-            client: w.client,
-            start: lo,
-            end: hi,
-            write: w.write,
-            cancelling: false,
-        });
+        locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
+        locks.push(Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false });
         self.files[w.file as usize].lock_changes[w.stripe] += 1;
         let c = &self.cfg.cluster;
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
-        let osc_i = self.clients[w.client as usize].oscs
-            [self.files[w.file as usize].osts[w.stripe] as usize];
+        let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
         let osc = &mut self.oscs[osc_i as usize];
         osc.stats.add(OscCtr::LdlmExtentEnqueue, 1);
         osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
@@ -360,14 +296,7 @@ impl Sim {
     }
 
     /// Forget a client's cached pages under a cancelled lock (the cancel discards them).
-    fn drop_cached_object_range(
-        &mut self,
-        client: usize,
-        file: u32,
-        stripe: usize,
-        start: u64,
-        end: u64,
-    ) {
+    fn drop_cached_object_range(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
         let f = &self.files[file as usize];
         if f.cache[client].is_empty() {
             return;

@@ -80,21 +80,13 @@ fn ceil_div(a: u64, b: u64) -> u64 {
 
 impl Sim {
     pub fn new(cfg: Config) -> Result<Sim, String> {
-        let style = TextStyle::parse(&cfg.cluster.lustre_version).ok_or_else(|| {
-            format!(
-                "unsupported lustre_version {:?}",
-                cfg.cluster.lustre_version
-            )
-        })?;
+        let style = TextStyle::parse(&cfg.cluster.lustre_version)
+            .ok_or_else(|| format!("unsupported lustre_version {:?}", cfg.cluster.lustre_version))?;
         let c = cfg.cluster.clone();
         let n_ost = (c.oss * c.osts_per_oss) as u32;
         let mut rng = Rng::new(cfg.seed);
         // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
-        let t0 = if style == TextStyle::V2_15_0 {
-            0
-        } else {
-            cfg.start_epoch_ns
-        };
+        let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
         let mut sim = Sim {
             style,
             now: 0,
@@ -105,12 +97,7 @@ impl Sim {
             oscs: Vec::new(),
             files: Vec::new(),
             threads: Vec::new(),
-            oss: (0..c.oss)
-                .map(|_| Oss {
-                    free_threads: c.oss_threads,
-                    ..Default::default()
-                })
-                .collect(),
+            oss: (0..c.oss).map(|_| Oss { free_threads: c.oss_threads, ..Default::default() }).collect(),
             devices: (0..n_ost)
                 .map(|_| {
                     Device::new(
@@ -123,11 +110,7 @@ impl Sim {
                     )
                 })
                 .collect(),
-            scheduler: if c.ost_scheduler == "mq-deadline" {
-                Scheduler::Deadline
-            } else {
-                Scheduler::None
-            },
+            scheduler: if c.ost_scheduler == "mq-deadline" { Scheduler::Deadline } else { Scheduler::None },
             elevators: if c.ost_scheduler == "mq-deadline" {
                 (0..n_ost).map(|_| Elevator::default()).collect()
             } else {
@@ -174,11 +157,7 @@ impl Sim {
                 fast_read: true,
                 statahead_max: 32,
                 // obd_max_dirty_pages: half the RAM, a quarter on nodes with 512 MiB or less
-                global_max_dirty_pages: if ram_pages * PAGE <= 512 << 20 {
-                    ram_pages / 4
-                } else {
-                    ram_pages / 2
-                },
+                global_max_dirty_pages: if ram_pages * PAGE <= 512 << 20 { ram_pages / 4 } else { ram_pages / 2 },
                 mdc_rif: 8,
                 mdc_mod_rif: 7,
                 ra_inflight_pages: 0,
@@ -259,9 +238,7 @@ impl Sim {
 
     fn create_file(&mut self, size: u64, stripe_count: u32, stripe_size: u64) -> u32 {
         let n_ost = self.devices.len() as u32;
-        let osts: Vec<u32> = (0..stripe_count)
-            .map(|i| (self.next_ost + i) % n_ost)
-            .collect();
+        let osts: Vec<u32> = (0..stripe_count).map(|i| (self.next_ost + i) % n_ost).collect();
         self.next_ost = (self.next_ost + stripe_count) % n_ost;
         let obj_ids = (0..stripe_count)
             .map(|_| {
@@ -293,38 +270,21 @@ impl Sim {
                 let ior = job.ior.as_ref().expect("checked");
                 let nproc = ior.processes.max(1);
                 let size = workload::ior_file_size(job, nproc);
-                let shared = (!ior.file_per_process)
-                    .then(|| self.create_file(size, job.stripe_count, job.stripe_size));
+                let shared = (!ior.file_per_process).then(|| self.create_file(size, job.stripe_count, job.stripe_size));
                 for rank in 0..nproc {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;
-                    let file = shared.unwrap_or_else(|| {
-                        self.create_file(size, job.stripe_count, job.stripe_size)
-                    });
-                    self.add_thread(
-                        client,
-                        ji as u32,
-                        Role::Ior { rank, nproc },
-                        vec![file],
-                        job,
-                    );
+                    let file = shared.unwrap_or_else(|| self.create_file(size, job.stripe_count, job.stripe_size));
+                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, vec![file], job);
                 }
                 continue;
             }
             if job.workload.starts_with("h5bench.") {
                 let h5 = job.h5bench.as_ref().expect("checked");
-                let file = self.create_file(
-                    workload::h5_file_size(h5),
-                    job.stripe_count,
-                    job.stripe_size,
-                );
+                let file = self.create_file(workload::h5_file_size(h5), job.stripe_count, job.stripe_size);
                 let write = job.workload == "h5bench.vpic";
                 for rank in 0..h5.processes {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;
-                    let role = Role::H5 {
-                        rank,
-                        nproc: h5.processes,
-                        write,
-                    };
+                    let role = Role::H5 { rank, nproc: h5.processes, write };
                     self.add_thread(client, ji as u32, role, vec![file], job);
                 }
                 continue;
@@ -332,16 +292,12 @@ impl Sim {
             if job.workload == "dlio" {
                 let dl = job.dlio.as_ref().expect("checked");
                 let size = dl.samples_per_file * dl.sample_size;
-                let files: Vec<u32> = (0..dl.files)
-                    .map(|_| self.create_file(size, job.stripe_count, job.stripe_size))
-                    .collect();
+                let files: Vec<u32> =
+                    (0..dl.files).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect();
                 let workers = job.clients.len() as u32 * dl.read_threads;
                 for (rank, &client) in job.clients.iter().enumerate() {
                     for t in 0..dl.read_threads {
-                        let role = Role::Dlio {
-                            worker: rank as u32 * dl.read_threads + t,
-                            workers,
-                        };
+                        let role = Role::Dlio { worker: rank as u32 * dl.read_threads + t, workers };
                         self.add_thread(client as u32, ji as u32, role, files.clone(), job);
                     }
                 }
@@ -351,9 +307,9 @@ impl Sim {
             for &client in &job.clients {
                 let mut group_files: BTreeMap<u32, u32> = BTreeMap::new();
                 for &(role, group) in &roles {
-                    let file = *group_files.entry(group).or_insert_with(|| {
-                        self.create_file(job.filesize, job.stripe_count, job.stripe_size)
-                    });
+                    let file = *group_files
+                        .entry(group)
+                        .or_insert_with(|| self.create_file(job.filesize, job.stripe_count, job.stripe_size));
                     self.add_thread(client as u32, ji as u32, role, vec![file], job);
                 }
             }
@@ -488,24 +444,10 @@ impl Sim {
         let job = &self.cfg.jobs[th.job as usize];
         let now = self.now;
         let req = match th.role {
-            Role::Ior { .. } => Some(workload::next_ior(
-                th.role,
-                job,
-                &mut th.pos,
-                &mut th.phase,
-                &mut self.rng,
-            )),
+            Role::Ior { .. } => Some(workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng)),
             Role::H5 { .. } => workload::next_h5(th.role, job, &mut th.prog, now),
-            Role::Dlio { .. } => {
-                workload::next_dlio(th.role, job, &mut th.prog, now, self.cfg.seed)
-            }
-            r => Some(workload::next_filebench(
-                r,
-                job,
-                &mut th.pos,
-                &mut th.phase,
-                &mut self.rng,
-            )),
+            Role::Dlio { .. } => workload::next_dlio(th.role, job, &mut th.prog, now, self.cfg.seed),
+            r => Some(workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng)),
         };
         let Some(req) = req else {
             // the workload has nothing more to do
@@ -628,9 +570,7 @@ impl Sim {
             let osc = &self.oscs[osc_i as usize];
             let mppr = osc.mppr;
             let window_end = obj_page - obj_page % mppr + mppr - 1;
-            let run_end_file = last_page
-                .min(f.chunk_end(page))
-                .min(page + (window_end - obj_page));
+            let run_end_file = last_page.min(f.chunk_end(page)).min(page + (window_end - obj_page));
             let mut n = run_end_file - page + 1;
             // a window larger than the dirty room is admitted in parts (Lustre admits page by page)
             let cl = &self.clients[client];
@@ -661,15 +601,7 @@ impl Sim {
                     o.cursor = (run_end_file + 1) * PAGE;
                     o.state = OpState::WaitIo;
                     o.waits = 1;
-                    self.add_dirty(
-                        osc_i,
-                        obj,
-                        obj_page,
-                        obj_page + n - 1,
-                        op.file,
-                        client,
-                        Some(tid),
-                    );
+                    self.add_dirty(osc_i, obj, obj_page, obj_page + n - 1, op.file, client, Some(tid));
                     self.check_rpcs(osc_i);
                     return;
                 }
@@ -688,15 +620,7 @@ impl Sim {
         self.schedule(t, Ev::Thread(tid));
     }
 
-    fn admit(
-        &mut self,
-        osc_i: u32,
-        obj: u64,
-        first: u64,
-        last: u64,
-        file: u32,
-        client: usize,
-    ) -> Admit {
+    fn admit(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize) -> Admit {
         let ram = self.clients[client].ram_pages;
         let osc = &self.oscs[osc_i as usize];
         if osc.max_dirty_pages == 0 {
@@ -724,16 +648,7 @@ impl Sim {
 
     /// Dirty pages [first, last] of `obj` (one mppr window): merge into the extent tree.
     #[allow(clippy::too_many_arguments)]
-    fn add_dirty(
-        &mut self,
-        osc_i: u32,
-        obj: u64,
-        first: u64,
-        last: u64,
-        file: u32,
-        client: usize,
-        sync: Option<u32>,
-    ) {
+    fn add_dirty(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize, sync: Option<u32>) {
         let near = neighbours(self.oscs[osc_i as usize].objects.get(&obj), first, last);
         self.merge_dirty(osc_i, obj, first, last, file, client, sync, near);
     }
@@ -786,15 +701,7 @@ impl Sim {
             merged += 1;
         }
         let new_pages = (end - start + 1) - old_pages;
-        let ext = Extent {
-            end,
-            mppr: ext_mppr,
-            window_end: wend,
-            born_ns: born,
-            urgent: urgent || sync.is_some(),
-            file,
-            sync_waiter,
-        };
+        let ext = Extent { end, mppr: ext_mppr, window_end: wend, born_ns: born, urgent: urgent || sync.is_some(), file, sync_waiter };
         oc.insert(start, ext);
         // grant: a page each, plus the extent tax for a new extent; merging returns taxes
         let taxes = 1i64 - merged as i64;
@@ -814,12 +721,8 @@ impl Sim {
         if f.dirty_pages[client] == 0 && f.writes_in_flight[client] == 0 {
             return false;
         }
-        let oscs: Vec<(u32, u64)> = f
-            .osts
-            .iter()
-            .zip(&f.obj_ids)
-            .map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj))
-            .collect();
+        let oscs: Vec<(u32, u64)> =
+            f.osts.iter().zip(&f.obj_ids).map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj)).collect();
         for (osc_i, obj) in oscs {
             if let Some(oc) = self.oscs[osc_i as usize].objects.get_mut(&obj) {
                 oc.make_urgent(u64::MAX);
@@ -842,19 +745,12 @@ impl Sim {
                     if op.state == OpState::WaitSync && op.file == file {
                         op.state = OpState::Running;
                         op.fsync = false;
-                        let rtt =
-                            2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
-                        let osc_i = self.clients[client as usize].oscs
-                            [self.files[file as usize].osts[0] as usize];
-                        self.oscs[osc_i as usize]
-                            .stats
-                            .add(OscCtr::OstSync, (rtt / 1000) as i64);
-                        self.clients[client as usize]
-                            .stats
-                            .add(LliteCtr::Fsync, (rtt / 1000) as i64);
+                        let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
+                        let osc_i = self.clients[client as usize].oscs[self.files[file as usize].osts[0] as usize];
+                        self.oscs[osc_i as usize].stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
+                        self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
                         self.seq += 1;
-                        self.queue
-                            .push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
+                        self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
                     }
                 }
             }
@@ -888,9 +784,7 @@ impl Sim {
         cl.lru.push_back((file, first, last, osc_i));
         self.oscs[osc_i as usize].cached_pages += added;
         while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
-            let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else {
-                break;
-            };
+            let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
             let removed = self.files[f as usize].cache[client].remove(s, e);
             let cl = &mut self.clients[client];
             cl.cached_pages -= removed.min(cl.cached_pages);
@@ -926,11 +820,7 @@ impl Sim {
             ras.consecutive += 1;
             if ras.consecutive >= 1 {
                 let grown = (ras.window + rpc_pages.max(npages)).min(per_file);
-                ras.window = if grown >= rpc_pages {
-                    grown - grown % rpc_pages
-                } else {
-                    grown
-                };
+                ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
             }
             if ras.reads >= 1 && fsize_pages <= whole {
                 ras.window = fsize_pages;
@@ -948,13 +838,9 @@ impl Sim {
         let window = ras.window;
         let ra_from = ras.ra_next.max(p1 + 1);
         // the window ends on an RPC boundary so read-ahead forms whole RPCs
-        let ra_to = ((p1 + window + 1) / rpc_pages * rpc_pages)
-            .saturating_sub(1)
-            .min(fsize_pages - 1);
+        let ra_to = ((p1 + window + 1) / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
         if not_consecutive {
-            self.clients[client]
-                .ra_stats
-                .add_n(RaCtr::ReadpageNotConsecutive, 1);
+            self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
         }
         // pages of the read itself
         let mut waits = 0u32;
@@ -1003,9 +889,7 @@ impl Sim {
             let left = cl.ra_max_pages.saturating_sub(cl.ra_inflight_pages);
             let grant = left.min(want);
             if grant < want {
-                self.clients[client]
-                    .ra_stats
-                    .add_n(RaCtr::HitMaxReadaheadIssue, 1);
+                self.clients[client].ra_stats.add_n(RaCtr::HitMaxReadaheadIssue, 1);
             }
             if grant > 0 && grant >= want.min(16384) {
                 let to = ra_from + grant - 1;
@@ -1024,9 +908,7 @@ impl Sim {
                 }
                 self.threads[tid as usize].ras[slot].ra_next = to + 1;
                 if to + 1 >= fsize_pages {
-                    self.clients[client]
-                        .ra_stats
-                        .add_n(RaCtr::ReadaheadToEof, 1);
+                    self.clients[client].ra_stats.add_n(RaCtr::ReadaheadToEof, 1);
                 }
             }
         }
@@ -1047,9 +929,7 @@ impl Sim {
         for (s, e) in ra_runs {
             for (ch, pages) in self.make_chunks(client, file as u32, s, e, true, None) {
                 let workers = &mut self.clients[client].ra_workers;
-                let w = (0..workers.len())
-                    .min_by_key(|&i| workers[i])
-                    .expect("at least one worker");
+                let w = (0..workers.len()).min_by_key(|&i| workers[i]).expect("at least one worker");
                 workers[w] = workers[w].max(self.now) + pages * page_ns + extent_ns;
                 let ready = workers[w];
                 let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
@@ -1072,15 +952,7 @@ impl Sim {
 
     /// Split file pages [s, e] by stripe and into pieces of at most max_pages_per_rpc
     /// (osc_io_submit flushes its page list every max_pages_per_rpc pages).
-    fn make_chunks(
-        &mut self,
-        client: usize,
-        file: u32,
-        s: u64,
-        e: u64,
-        ra: bool,
-        waiter: Option<u32>,
-    ) -> Vec<(u32, u64)> {
+    fn make_chunks(&mut self, client: usize, file: u32, s: u64, e: u64, ra: bool, waiter: Option<u32>) -> Vec<(u32, u64)> {
         let mut out = Vec::new();
         let mut p = s;
         while p <= e {
@@ -1142,18 +1014,8 @@ impl Sim {
             }
             // one RPC per pass, so the limit is checked before each; writes and reads take
             // turns, as osc_check_rpcs() sends an object's write RPC and then its read RPC
-            let order = if read_turn {
-                [false, true]
-            } else {
-                [true, false]
-            };
-            let sent = order.into_iter().any(|write| {
-                if write {
-                    self.try_write_rpc(osc_i)
-                } else {
-                    self.try_read_rpc(osc_i)
-                }
-            });
+            let order = if read_turn { [false, true] } else { [true, false] };
+            let sent = order.into_iter().any(|write| if write { self.try_write_rpc(osc_i) } else { self.try_read_rpc(osc_i) });
             if !sent {
                 return;
             }
@@ -1172,9 +1034,7 @@ impl Sim {
 
     fn try_read_rpc(&mut self, osc_i: u32) -> bool {
         let osc = &mut self.oscs[osc_i as usize];
-        let Some(first) = osc.read_queue.pop_front() else {
-            return false;
-        };
+        let Some(first) = osc.read_queue.pop_front() else { return false };
         let (obj, mut start, mut end, mut pages) = {
             let c = &self.chunks[first as usize].as_ref().expect("chunk").1;
             (c.obj, c.obj_start, c.obj_start + c.pages - 1, c.pages)
@@ -1224,18 +1084,8 @@ impl Sim {
             .objects
             .iter()
             .find(|(_, oc)| !oc.hp.is_empty())
-            .or_else(|| {
-                osc.objects
-                    .iter()
-                    .find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty())
-            })
-            .or_else(|| {
-                if any_waiters {
-                    osc.objects.iter().find(|(_, oc)| !oc.extents.is_empty())
-                } else {
-                    None
-                }
-            })
+            .or_else(|| osc.objects.iter().find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty()))
+            .or_else(|| if any_waiters { osc.objects.iter().find(|(_, oc)| !oc.extents.is_empty()) } else { None })
             .map(|(&o, _)| o);
         let Some(obj) = obj else { return false };
         let osc = &mut self.oscs[osc_i as usize];
@@ -1258,10 +1108,7 @@ impl Sim {
         let mut pages = 0;
         let mut count = 0;
         let mut runs: [Option<u64>; 2] = [None, None];
-        'pick: for (run, part) in [oc.extents.range(first..), oc.extents.range(..first)]
-            .into_iter()
-            .enumerate()
-        {
+        'pick: for (run, part) in [oc.extents.range(first..), oc.extents.range(..first)].into_iter().enumerate() {
             for (&s, e) in part {
                 let n = e.pages(s);
                 // erd_max_pages grows to the extent's own mppr: extents made under a larger
@@ -1355,12 +1202,10 @@ impl Sim {
         let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
         if rpc.write {
             osc.w_in_flight += 1;
-            osc.hists
-                .tally_write(pages32, osc.w_in_flight, rpc.start_page);
+            osc.hists.tally_write(pages32, osc.w_in_flight, rpc.start_page);
         } else {
             osc.r_in_flight += 1;
-            osc.hists
-                .tally_read(pages32, osc.r_in_flight, rpc.start_page);
+            osc.hists.tally_read(pages32, osc.r_in_flight, rpc.start_page);
         }
         let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
         osc.stats.add(OscCtr::ReqActive, inflight as i64);
@@ -1383,20 +1228,14 @@ impl Sim {
     fn on_rpc(&mut self, id: u32) {
         // copies of the few scalars needed: this runs several times per RPC
         let c = &self.cfg.cluster;
-        let (svc, lat, bw, stream) = (
-            c.oss_service_ns,
-            c.net_latency_ns,
-            c.net_bandwidth_bps,
-            c.net_stream_bps,
-        );
+        let (svc, lat, bw, stream) = (c.oss_service_ns, c.net_latency_ns, c.net_bandwidth_bps, c.net_stream_bps);
         let osts_per_oss = c.osts_per_oss;
         let r = self.rpcs[id as usize].as_ref().expect("rpc");
         let (phase, write, short_io, osc_i) = (r.phase, r.write, r.short_io, r.osc);
         let (ost, client) = (r.ost as usize, r.client as usize);
         let oss = ost / osts_per_oss;
         let bytes = r.pages * PAGE;
-        let set_phase =
-            |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
+        let set_phase = |sim: &mut Sim, p: RpcPhase| sim.rpcs[id as usize].as_mut().expect("rpc").phase = p;
         match phase {
             RpcPhase::ToServer => {
                 let s = &mut self.oss[oss];
@@ -1414,14 +1253,7 @@ impl Sim {
                 if write && !short_io {
                     // bulk GET: the OSS pulls the pages from the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(
-                        &mut self.client_up[client],
-                        &mut s.down,
-                        self.now + lat,
-                        bytes,
-                        bw,
-                        stream,
-                    );
+                    let done = transfer(&mut self.client_up[client], &mut s.down, self.now + lat, bytes, bw, stream);
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done + lat, Ev::Rpc(id));
                 } else {
@@ -1439,14 +1271,7 @@ impl Sim {
                 if !write && bytes > self.oscs[osc_i as usize].short_io_bytes {
                     // bulk PUT to the client
                     let s = &mut self.oss[oss];
-                    let done = transfer(
-                        &mut s.up,
-                        &mut self.client_down[client],
-                        self.now,
-                        bytes,
-                        bw,
-                        stream,
-                    );
+                    let done = transfer(&mut s.up, &mut self.client_down[client], self.now, bytes, bw, stream);
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done, Ev::Rpc(id));
                 } else {
@@ -1460,24 +1285,13 @@ impl Sim {
     fn submit_disk(&mut self, id: u32, ost: usize) {
         let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
         rpc.phase = RpcPhase::Disk;
-        let (obj, start, len, write) =
-            (rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
+        let (obj, start, len, write) = (rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
         if self.scheduler == Scheduler::None {
             let done = self.devices[ost].submit(self.now, obj, start, len, write);
             self.schedule(done, Ev::Rpc(id));
             return;
         }
-        self.elevators[ost].push(
-            &self.devices[ost],
-            id,
-            Request {
-                obj,
-                start,
-                len,
-                write,
-            },
-            self.now,
-        );
+        self.elevators[ost].push(&self.devices[ost], id, Request { obj, start, len, write }, self.now);
         if self.elevators[ost].is_idle() {
             self.dispatch_disk(ost);
         }
@@ -1607,11 +1421,7 @@ impl Sim {
     // ------------------------------------------------------------------ totals
 
     pub fn totals(&self) -> Totals {
-        let mut t = Totals {
-            sim_ns: self.now,
-            events: self.events,
-            ..Default::default()
-        };
+        let mut t = Totals { sim_ns: self.now, events: self.events, ..Default::default() };
         for c in &self.clients {
             t.app_read_bytes += c.app_read_bytes;
             t.app_write_bytes += c.app_write_bytes;
@@ -1632,16 +1442,9 @@ impl Sim {
             if o.hists.read_rif.total() != hist_r || o.hists.write_rif.total() != hist_w {
                 return Err(format!("{}: histogram totals differ", o.name));
             }
-            let pending: u64 = o
-                .objects
-                .values()
-                .flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s)))
-                .sum();
+            let pending: u64 = o.objects.values().flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s))).sum();
             if pending != o.pending_w_pages {
-                return Err(format!(
-                    "{}: pending write pages {} != extents {}",
-                    o.name, o.pending_w_pages, pending
-                ));
+                return Err(format!("{}: pending write pages {} != extents {}", o.name, o.pending_w_pages, pending));
             }
         }
         Ok(())
@@ -1716,10 +1519,7 @@ fn count_new(near: &[(u64, Extent)], first: u64, last: u64, mppr: u64) -> (u64, 
         }
         adjacent |= e.window_end == window_end || *s <= last;
     }
-    (
-        last - first + 1 - covered.min(last - first + 1),
-        u64::from(!adjacent),
-    )
+    (last - first + 1 - covered.min(last - first + 1), u64::from(!adjacent))
 }
 
 /// Insert [s, e] into a set of disjoint intervals; returns how many pages were new.

@@ -95,11 +95,7 @@ impl RowSplits {
             }
         }
         if values.len() != trees.len() * leaves {
-            return Err(format!(
-                "{} leaf values, not {}",
-                values.len(),
-                trees.len() * leaves
-            ));
+            return Err(format!("{} leaf values, not {}", values.len(), trees.len() * leaves));
         }
         if column.iter().any(|&c| c >= columns) {
             return Err("a split tests a column beyond the row".to_string());
@@ -130,8 +126,7 @@ impl RowSplits {
                         let flags = u8::from(default_left[s]) * DEFAULT_LEFT
                             + u8::from(zero[s]) * ZERO
                             + u8::from(nan[s]) * NAN;
-                        let rank = i32::try_from(rank[s])
-                            .map_err(|_| "a rank beyond 32 bits".to_string())?;
+                        let rank = i32::try_from(rank[s]).map_err(|_| "a rank beyond 32 bits".to_string())?;
                         // column[s] < columns <= u16::MAX, checked above
                         Node {
                             kind: ROW,
@@ -151,8 +146,7 @@ impl RowSplits {
                         right: at(right)?,
                     },
                     2 if number < leaves => {
-                        let leaf = i32::try_from(t * leaves + number)
-                            .map_err(|_| "too many leaves".to_string())?;
+                        let leaf = i32::try_from(t * leaves + number).map_err(|_| "too many leaves".to_string())?;
                         Node {
                             kind: LEAF,
                             flags: 0,
@@ -162,11 +156,7 @@ impl RowSplits {
                             right: 0,
                         }
                     }
-                    _ => {
-                        return Err(format!(
-                            "a node ({kind}, {number}, {left}, {right}) out of its tree"
-                        ))
-                    }
+                    _ => return Err(format!("a node ({kind}, {number}, {left}, {right}) out of its tree")),
                 };
                 nodes.push(node);
             }
@@ -199,11 +189,7 @@ impl RowSplits {
         for row in rows.chunks_exact(columns.max(1)).take(n) {
             for (c, &x) in row.iter().enumerate() {
                 // LightGBM leaves |x| <= 1e-35f out of the row it builds: 0.  NaN stays NaN.
-                let value = if x.abs() <= self.zero_threshold {
-                    0.0
-                } else {
-                    x
-                };
+                let value = if x.abs() <= self.zero_threshold { 0.0 } else { x };
                 unknown[c] = value.is_nan();
                 known[c] = if unknown[c] { 0.0 } else { value };
                 let cuts = &self.cuts[c];
@@ -228,8 +214,8 @@ impl RowSplits {
                         }
                         ROW => {
                             let c = usize::from(node.column);
-                            let missing = (node.flags & ZERO != 0 && known[c] == 0.0)
-                                || (node.flags & NAN != 0 && unknown[c]);
+                            let missing =
+                                (node.flags & ZERO != 0 && known[c] == 0.0) || (node.flags & NAN != 0 && unknown[c]);
                             let goes_left = if missing {
                                 node.flags & DEFAULT_LEFT != 0
                             } else {

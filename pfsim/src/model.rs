@@ -84,11 +84,7 @@ impl ObjectCache {
 
     /// Make the extents overlapping pages [start, end] high-priority.
     pub fn make_hp(&mut self, start: u64, end: u64) {
-        let first = self
-            .extents
-            .range(..=start)
-            .next_back()
-            .map_or(start, |(&s, _)| s);
+        let first = self.extents.range(..=start).next_back().map_or(start, |(&s, _)| s);
         for (&s, e) in self.extents.range(first..=end) {
             if e.end >= start {
                 self.hp.insert(s);
@@ -98,11 +94,7 @@ impl ObjectCache {
 
     /// Whether any dirty page lies in [start, end].
     pub fn has_pages_in(&self, start: u64, end: u64) -> bool {
-        let first = self
-            .extents
-            .range(..=start)
-            .next_back()
-            .map_or(start, |(&s, _)| s);
+        let first = self.extents.range(..=start).next_back().map_or(start, |(&s, _)| s);
         self.extents.range(first..=end).any(|(_, e)| e.end >= start)
     }
 

@@ -77,14 +77,9 @@ impl PageSet {
                 }
                 _ => {
                     if let Slot::Empty = slot {
-                        *slot = Slot::Part(Box::new(Bits {
-                            words: [0; WORDS],
-                            count: 0,
-                        }));
+                        *slot = Slot::Part(Box::new(Bits { words: [0; WORDS], count: 0 }));
                     }
-                    let Slot::Part(bits) = slot else {
-                        unreachable!()
-                    };
+                    let Slot::Part(bits) = slot else { unreachable!() };
                     let mut n = 0u64;
                     let (w0, w1) = ((lo / 64) as usize, (hi / 64) as usize);
                     for w in w0..=w1 {
@@ -133,14 +128,9 @@ impl PageSet {
                 }
                 _ => {
                     if let Slot::Full = slot {
-                        *slot = Slot::Part(Box::new(Bits {
-                            words: [u64::MAX; WORDS],
-                            count: BLOCK_PAGES as u32,
-                        }));
+                        *slot = Slot::Part(Box::new(Bits { words: [u64::MAX; WORDS], count: BLOCK_PAGES as u32 }));
                     }
-                    let Slot::Part(bits) = slot else {
-                        unreachable!()
-                    };
+                    let Slot::Part(bits) = slot else { unreachable!() };
                     let mut n = 0u64;
                     let (w0, w1) = ((lo / 64) as usize, (hi / 64) as usize);
                     for w in w0..=w1 {
@@ -218,9 +208,7 @@ impl PageSet {
         let mut out = Vec::new();
         let mut p = s;
         while p <= e {
-            let Some(a) = self.next(p, e, false) else {
-                break;
-            };
+            let Some(a) = self.next(p, e, false) else { break };
             let b = match self.next(a, e, true) {
                 Some(q) => q - 1,
                 None => e,
@@ -240,9 +228,7 @@ impl PageSet {
         let end = (self.blocks.len() as u64) << BLOCK_BITS;
         let mut p = 0;
         while p < end {
-            let Some(a) = self.next(p, end - 1, true) else {
-                break;
-            };
+            let Some(a) = self.next(p, end - 1, true) else { break };
             let b = match self.next(a, end - 1, false) {
                 Some(q) => q - 1,
                 None => end - 1,
@@ -280,31 +266,16 @@ mod tests {
                 };
                 let e = s + len - 1;
                 match rng.below(3) {
-                    0 | 1 => assert_eq!(
-                        set.insert(s, e),
-                        interval_insert(&mut map, s, e),
-                        "insert {s}-{e}"
-                    ),
-                    _ => assert_eq!(
-                        set.remove(s, e),
-                        interval_remove(&mut map, s, e),
-                        "remove {s}-{e}"
-                    ),
+                    0 | 1 => assert_eq!(set.insert(s, e), interval_insert(&mut map, s, e), "insert {s}-{e}"),
+                    _ => assert_eq!(set.remove(s, e), interval_remove(&mut map, s, e), "remove {s}-{e}"),
                 }
                 let (gs, ge) = (rng.below(span), rng.below(span));
                 let (gs, ge) = (gs.min(ge), gs.max(ge));
-                assert_eq!(
-                    set.gaps(gs, ge),
-                    interval_gaps(&map, gs, ge),
-                    "gaps {gs}-{ge}"
-                );
+                assert_eq!(set.gaps(gs, ge), interval_gaps(&map, gs, ge), "gaps {gs}-{ge}");
                 assert_eq!(set.len(), map.iter().map(|(a, b)| b - a + 1).sum::<u64>());
                 assert_eq!(set.is_empty(), map.is_empty());
             }
-            assert_eq!(
-                set.intervals(),
-                map.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>()
-            );
+            assert_eq!(set.intervals(), map.iter().map(|(&a, &b)| (a, b)).collect::<Vec<_>>());
         }
     }
 

@@ -8,15 +8,7 @@ use crate::parse::{kstrtobool, kstrtoll, kstrtouint, kstrtoull, sysfs_memparse, 
 use crate::stats::{self, ImportInfo, ImportState};
 
 const ENOENT: i32 = 2;
-const CHECKSUM_TYPES: [&str; 7] = [
-    "crc32",
-    "adler",
-    "crc32c",
-    "t10ip512",
-    "t10ip4K",
-    "t10crc512",
-    "t10crc4K",
-];
+const CHECKSUM_TYPES: [&str; 7] = ["crc32", "adler", "crc32c", "t10ip512", "t10ip4K", "t10crc512", "t10crc4K"];
 
 /// (file name, tree, writable) of every OSC parameter.
 const OSC_PARAMS: &[(&str, Tree, bool)] = &[
@@ -61,10 +53,7 @@ const LLITE_PARAMS: &[(&str, Tree, bool)] = &[
     ("stats", Tree::Debug, true),
 ];
 
-const MDC_PARAMS: &[(&str, Tree, bool)] = &[
-    ("max_rpcs_in_flight", Tree::Sys, true),
-    ("max_mod_rpcs_in_flight", Tree::Sys, true),
-];
+const MDC_PARAMS: &[(&str, Tree, bool)] = &[("max_rpcs_in_flight", Tree::Sys, true), ("max_mod_rpcs_in_flight", Tree::Sys, true)];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tree {
@@ -93,17 +82,11 @@ pub struct ParamFile {
 
 impl Sim {
     fn mdc_name(&self, client: usize) -> String {
-        format!(
-            "{}-MDT0000-mdc-{:016x}",
-            self.cfg.cluster.fsname, self.clients[client].instance
-        )
+        format!("{}-MDT0000-mdc-{:016x}", self.cfg.cluster.fsname, self.clients[client].instance)
     }
 
     pub fn llite_name(&self, client: usize) -> String {
-        format!(
-            "{}-{:016x}",
-            self.cfg.cluster.fsname, self.clients[client].instance
-        )
+        format!("{}-{:016x}", self.cfg.cluster.fsname, self.clients[client].instance)
     }
 
     /// Every parameter file of one client node.
@@ -111,11 +94,7 @@ impl Sim {
         let mut out = Vec::new();
         let mut add = |kind: &str, dev: &str, table: &[(&str, Tree, bool)]| {
             for &(p, tree, w) in table {
-                out.push(ParamFile {
-                    path: format!("{}/{kind}/{dev}/{p}", tree.prefix()),
-                    name: format!("{kind}.{dev}.{p}"),
-                    writable: w,
-                });
+                out.push(ParamFile { path: format!("{}/{kind}/{dev}/{p}", tree.prefix()), name: format!("{kind}.{dev}.{p}"), writable: w });
             }
         };
         for &o in &self.clients[client].oscs {
@@ -123,21 +102,14 @@ impl Sim {
         }
         add("llite", &self.llite_name(client), LLITE_PARAMS);
         add("mdc", &self.mdc_name(client), MDC_PARAMS);
-        out.push(ParamFile {
-            path: "sys/fs/lustre/max_dirty_mb".into(),
-            name: "max_dirty_mb".into(),
-            writable: true,
-        });
+        out.push(ParamFile { path: "sys/fs/lustre/max_dirty_mb".into(), name: "max_dirty_mb".into(), writable: true });
         out
     }
 
     /// The OSC of `client` named `dev` (`<fs>-OST<hex>-osc-<instance>`): the OST index is in the
     /// name, so no search is needed (a node of a large cluster has hundreds of OSCs).
     fn find_osc(&self, client: usize, dev: &str) -> Result<usize, i32> {
-        let hex = dev
-            .split_once("-OST")
-            .and_then(|(_, rest)| rest.get(..4))
-            .ok_or(ENOENT)?;
+        let hex = dev.split_once("-OST").and_then(|(_, rest)| rest.get(..4)).ok_or(ENOENT)?;
         let ost = usize::from_str_radix(hex, 16).map_err(|_| ENOENT)?;
         let o = *self.clients[client].oscs.get(ost).ok_or(ENOENT)? as usize;
         if self.oscs[o].name == dev {
@@ -159,10 +131,7 @@ impl Sim {
             return Err(ENOENT);
         }
         if name == "max_dirty_mb" {
-            return Ok(format!(
-                "{}\n",
-                self.clients[client].global_max_dirty_pages / 256
-            ));
+            return Ok(format!("{}\n", self.clients[client].global_max_dirty_pages / 256));
         }
         let (kind, dev, param) = Sim::split(name)?;
         let now = self.clock_ns();
@@ -227,12 +196,8 @@ impl Sim {
                     "max_read_ahead_async_active" => format!("{}\n", c.ra_async_active),
                     "max_read_ahead_mb" => format!("{}\n", c.ra_max_pages / 256),
                     "max_read_ahead_per_file_mb" => format!("{}\n", c.ra_max_pages_per_file / 256),
-                    "max_read_ahead_whole_mb" => {
-                        format!("{}\n", c.ra_max_read_ahead_whole_pages / 256)
-                    }
-                    "read_ahead_async_file_threshold_mb" => {
-                        format!("{}\n", c.ra_async_threshold_pages / 256)
-                    }
+                    "max_read_ahead_whole_mb" => format!("{}\n", c.ra_max_read_ahead_whole_pages / 256),
+                    "read_ahead_async_file_threshold_mb" => format!("{}\n", c.ra_async_threshold_pages / 256),
                     "read_ahead_range_kb" => format!("{}\n", c.ra_range_pages * 4),
                     "statahead_max" => format!("{}\n", c.statahead_max),
                     "max_cached_mb" => stats::max_cached_mb_text(
@@ -271,16 +236,11 @@ impl Sim {
 
     fn import_info(&self, o: &crate::model::Osc, target: &str, nid: &str) -> ImportInfo {
         let mut info = ImportInfo::new_osc(&o.name, target, nid);
-        info.state = if o.connected {
-            ImportState::Full
-        } else {
-            ImportState::Idle
-        };
+        info.state = if o.connected { ImportState::Full } else { ImportState::Idle };
         info.inflight = o.r_in_flight + o.w_in_flight + o.other_in_flight;
         info.idle_secs = ((self.now.saturating_sub(o.last_reply_ns)) / 1_000_000_000) as i64;
         info.connect.max_brw_size = self.cfg.cluster.brw_size_bytes as u32;
-        info.connect.initial_grant =
-            (2 * (self.cfg.cluster.brw_size_bytes + crate::model::EXTENT_TAX)) as u32;
+        info.connect.initial_grant = (2 * (self.cfg.cluster.brw_size_bytes + crate::model::EXTENT_TAX)) as u32;
         info
     }
 
@@ -340,11 +300,7 @@ impl Sim {
                         self.kick(oi);
                     }
                     "short_io_bytes" => {
-                        let v = if value.trim() == "-1" {
-                            16384
-                        } else {
-                            sysfs_memparse(value, "B")?
-                        };
+                        let v = if value.trim() == "-1" { 16384 } else { sysfs_memparse(value, "B")? };
                         if v != 0 && !(64..=1 << 20).contains(&v) {
                             return Err(ERANGE);
                         }
@@ -383,11 +339,7 @@ impl Sim {
                         }
                     }
                     "osc_cached_mb" => {
-                        let v = value
-                            .trim()
-                            .strip_prefix("used_mb:")
-                            .unwrap_or(value)
-                            .trim();
+                        let v = value.trim().strip_prefix("used_mb:").unwrap_or(value).trim();
                         let _ = sysfs_memparse(v, "MiB")?;
                     }
                     "rpc_stats" => {
@@ -396,15 +348,8 @@ impl Sim {
                     }
                     "osc_stats" => o.osc_stats_init_ns = now,
                     "stats" => o.stats.clear(now),
-                    "cur_dirty_bytes"
-                    | "cur_dirty_grant_bytes"
-                    | "cur_lost_grant_bytes"
-                    | "ost_conn_uuid"
-                    | "connect_flags"
-                    | "import"
-                    | "ost_server_uuid"
-                    | "state"
-                    | "unstable_stats" => return Err(13),
+                    "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "connect_flags" | "import"
+                    | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
                     _ => return Err(ENOENT),
                 }
                 Ok(())
@@ -414,9 +359,7 @@ impl Sim {
                     return Err(ENOENT);
                 }
                 let c = &mut self.clients[client];
-                let mb_pages = |v: &str| -> Result<u64, i32> {
-                    Ok(sysfs_memparse(v, "MiB")?.div_ceil(1 << 20) * 256)
-                };
+                let mb_pages = |v: &str| -> Result<u64, i32> { Ok(sysfs_memparse(v, "MiB")?.div_ceil(1 << 20) * 256) };
                 match param {
                     "max_read_ahead_mb" => {
                         let p = mb_pages(value)?;
@@ -471,11 +414,7 @@ impl Sim {
                         c.statahead_max = v;
                     }
                     "max_cached_mb" => {
-                        let v = value
-                            .trim()
-                            .strip_prefix("max_cached_mb:")
-                            .unwrap_or(value)
-                            .trim();
+                        let v = value.trim().strip_prefix("max_cached_mb:").unwrap_or(value).trim();
                         let bytes = sysfs_memparse(v, "MiB")?;
                         if bytes / PAGE > c.ram_pages {
                             return Err(ERANGE);
@@ -523,11 +462,7 @@ impl Sim {
         let (kind, param) = name.split_once('.').ok_or(ENOENT)?;
         for client in 0..self.clients.len() {
             let devs: Vec<String> = match kind {
-                "osc" => self.clients[client]
-                    .oscs
-                    .iter()
-                    .map(|&o| self.oscs[o as usize].name.clone())
-                    .collect(),
+                "osc" => self.clients[client].oscs.iter().map(|&o| self.oscs[o as usize].name.clone()).collect(),
                 "llite" => vec![self.llite_name(client)],
                 "mdc" => vec![self.mdc_name(client)],
                 _ => return Err(ENOENT),

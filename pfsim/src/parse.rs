@@ -33,10 +33,7 @@ pub fn kstrtoull(s: &str, base: u32) -> Result<u64, i32> {
     let mut v: u64 = 0;
     for c in digits.chars() {
         let d = c.to_digit(radix).ok_or(EINVAL)? as u64;
-        v = v
-            .checked_mul(radix as u64)
-            .and_then(|v| v.checked_add(d))
-            .ok_or(ERANGE)?;
+        v = v.checked_mul(radix as u64).and_then(|v| v.checked_add(d)).ok_or(ERANGE)?;
     }
     Ok(v)
 }
@@ -84,9 +81,7 @@ pub fn sysfs_memparse(s: &str, defunit: &str) -> Result<u64, i32> {
     if t.len() > 20 {
         return Err(E2BIG);
     }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() || num.matches('.').count() > 1 || num == "." {
         return Err(EINVAL);
@@ -103,20 +98,11 @@ pub fn sysfs_memparse(s: &str, defunit: &str) -> Result<u64, i32> {
         _ => return Err(EINVAL),
     };
     let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-    let int: u64 = if int_part.is_empty() {
-        0
-    } else {
-        int_part.parse().map_err(|_| ERANGE)?
-    };
-    let mut v = int
-        .checked_shl(shift)
-        .filter(|v| v >> shift == int)
-        .ok_or(ERANGE)?;
+    let int: u64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| ERANGE)? };
+    let mut v = int.checked_shl(shift).filter(|v| v >> shift == int).ok_or(ERANGE)?;
     if !frac_part.is_empty() {
         let frac: f64 = format!("0.{frac_part}").parse().map_err(|_| EINVAL)?;
-        v = v
-            .checked_add((frac * (1u64 << shift) as f64) as u64)
-            .ok_or(ERANGE)?;
+        v = v.checked_add((frac * (1u64 << shift) as f64) as u64).ok_or(ERANGE)?;
     }
     Ok(v)
 }

@@ -349,10 +349,7 @@ fn spaced_number(rows: &[u8], at: &mut usize) -> Option<u64> {
 /// the 5th `|`, one `:` per line, digits elsewhere) with the same labels and counts; the last
 /// line's cum % columns must be 100 where the column has RPCs, else 0, as there.  Other
 /// layouts Python may still accept are refused (the device then goes to Python).
-fn histogram_rows(
-    rows: &[u8],
-    mut row: impl FnMut(u64, u64, u64) -> Result<(), Refusal>,
-) -> Result<(), Refusal> {
+fn histogram_rows(rows: &[u8], mut row: impl FnMut(u64, u64, u64) -> Result<(), Refusal>) -> Result<(), Refusal> {
     const REFUSE: Refusal = "a histogram not laid out as Lustre prints it";
     let mut at = 0;
     let (mut any_read, mut any_write) = (false, false);
@@ -394,19 +391,13 @@ fn histogram_rows(
 /// ASCII digits from `*at` as u64, `*at` moved past them; None if there are none or beyond u64.
 fn number(text: &[u8], at: &mut usize) -> Option<u64> {
     let start = *at;
-    let digits = text[start..]
-        .iter()
-        .take_while(|c| c.is_ascii_digit())
-        .count();
+    let digits = text[start..].iter().take_while(|c| c.is_ascii_digit()).count();
     *at += digits;
     let run = &text[start..start + digits];
     match digits {
         0 => None,
         // 19 digits never overflow a u64 (< 10^19 < 2^64): no check per digit (the common case).
-        1..=19 => Some(
-            run.iter()
-                .fold(0u64, |value, &c| value * 10 + u64::from(c - b'0')),
-        ),
+        1..=19 => Some(run.iter().fold(0u64, |value, &c| value * 10 + u64::from(c - b'0'))),
         _ => run.iter().try_fold(0u64, |value, &c| {
             value.checked_mul(10)?.checked_add(u64::from(c - b'0'))
         }),
@@ -448,9 +439,7 @@ pub fn parse_rpc_stats(bytes: &[u8]) -> Result<RpcFile, Refusal> {
                 out.start_time = Some(seconds);
             }
         } else if !line.is_empty() && line != COLUMNS_LINE {
-            return Err(
-                "a line before the histograms that is not a header or an instantaneous line",
-            );
+            return Err("a line before the histograms that is not a header or an instantaneous line");
         }
     }
     let last = TITLES.len() - 1;
@@ -475,10 +464,7 @@ pub fn parse_rpc_stats(bytes: &[u8]) -> Result<RpcFile, Refusal> {
                 Ok(())
             })?,
             1 => histogram_rows(rows.as_bytes(), |label, read, write| {
-                let at = usize::try_from(label)
-                    .ok()
-                    .filter(|&l| l < RIF_LABELS)
-                    .ok_or(BEYOND)?;
+                let at = usize::try_from(label).ok().filter(|&l| l < RIF_LABELS).ok_or(BEYOND)?;
                 let base = 2 * PPR_LABELS.len();
                 (hist[base + at], hist[base + RIF_LABELS + at]) = (read as f64, write as f64);
                 Ok(())
@@ -586,13 +572,9 @@ impl StatsRows {
 
     /// The dense (n, width) arrays: line, samples, valued, min, max, sum.
     #[allow(clippy::type_complexity)]
-    pub fn dense(
-        &self,
-        width: usize,
-    ) -> (Vec<u8>, Vec<i64>, Vec<u8>, Vec<i64>, Vec<i64>, Vec<i64>) {
+    pub fn dense(&self, width: usize) -> (Vec<u8>, Vec<i64>, Vec<u8>, Vec<i64>, Vec<i64>, Vec<i64>) {
         let size = self.cells.len() * width;
-        let (mut line, mut samples, mut valued) =
-            (vec![0u8; size], vec![0i64; size], vec![0u8; size]);
+        let (mut line, mut samples, mut valued) = (vec![0u8; size], vec![0i64; size], vec![0u8; size]);
         let (mut lo, mut hi, mut sum) = (vec![0i64; size], vec![0i64; size], vec![0i64; size]);
         for (row, cells) in self.cells.iter().enumerate() {
             for &(column, counter) in cells {
@@ -680,14 +662,10 @@ impl Reader {
                             "stats" => Kind::Stats,
                             name => Kind::Scalar(tunables.iter().position(|t| t == name)),
                         };
-                        let name =
-                            param_names
-                                .iter()
-                                .position(|n| *n == param)
-                                .unwrap_or_else(|| {
-                                    param_names.push(param.clone());
-                                    param_names.len() - 1
-                                });
+                        let name = param_names.iter().position(|n| *n == param).unwrap_or_else(|| {
+                            param_names.push(param.clone());
+                            param_names.len() - 1
+                        });
                         FileSpec {
                             param,
                             name,
@@ -740,8 +718,7 @@ impl Reader {
                 let data = match read_file(&spec.path, buffer) {
                     Ok(len) => &buffer[..len],
                     Err(err) => {
-                        out.refused
-                            .push((index, spec.param.clone(), err.to_string()));
+                        out.refused.push((index, spec.param.clone(), err.to_string()));
                         status = 2;
                         break;
                     }
@@ -773,8 +750,7 @@ impl Reader {
                     },
                 };
                 if let Some(why) = refusal {
-                    out.refused
-                        .push((index, spec.param.clone(), why.to_string()));
+                    out.refused.push((index, spec.param.clone(), why.to_string()));
                     status = 1;
                     break;
                 }
@@ -846,28 +822,16 @@ offset                rpcs   % cum % |       rpcs   % cum %\n\
         assert_eq!(rpc.hist[13 + 2], 257.0); // ppr write 4
         assert_eq!(rpc.hist[26 + 1], 5.0); // rif read 1
         assert_eq!(rpc.hist[26 + 32 + 2], 250.0); // rif write 2
-        assert_eq!(
-            rpc.hist.iter().sum::<f64>(),
-            1.0 + 5.0 + 257.0 + 5.0 + 8.0 + 250.0
-        );
+        assert_eq!(rpc.hist.iter().sum::<f64>(), 1.0 + 5.0 + 257.0 + 5.0 + 8.0 + 250.0);
     }
 
     #[test]
     fn rpc_stats_header_styles() {
         let body = &RPC_215[RPC_215.find("read RPCs").unwrap()..];
         for (header, start) in [
-            (
-                "snapshot_time            : 1718000000.123456789 secs.nsecs\n",
-                None,
-            ), // 2.15.0
-            (
-                "snapshot_time:         1510950459.802392417 (secs.nsecs)\n",
-                None,
-            ), // 2.10
-            (
-                "start_time               : 5.000000001 secs.nsecs\n",
-                Some(5.000000001),
-            ),
+            ("snapshot_time            : 1718000000.123456789 secs.nsecs\n", None), // 2.15.0
+            ("snapshot_time:         1510950459.802392417 (secs.nsecs)\n", None),   // 2.10
+            ("start_time               : 5.000000001 secs.nsecs\n", Some(5.000000001)),
             (
                 "start_time:         1510950459.5 (secs.usecs)\n",
                 Some(1510950459.000005),
@@ -900,10 +864,7 @@ offset                rpcs   % cum % |       rpcs   % cum %\n\
         );
         assert!(parse_rpc_stats(huge.as_bytes()).is_err());
         let dio = RPC_215.replace("pending write", "DIO RPCs in flight: 0\npending write");
-        assert_eq!(
-            parse_rpc_stats(dio.as_bytes()).unwrap().lines,
-            [0.0, 0.0, 3.0, 2048.0]
-        );
+        assert_eq!(parse_rpc_stats(dio.as_bytes()).unwrap().lines, [0.0, 0.0, 3.0, 2048.0]);
     }
 
     #[test]
@@ -948,13 +909,13 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
             "",
             "\0\0",
             "8\n",
-            "snapshot_time 1.000000000 secs.nsecs\nreq_wait", // cut
-            "read_bytes 3 samples [bytes] 1 2\n",             // two numbers
-            "read_bytes 3 samples [bytes] 1 2 3 -4\n",        // signed sumsq
+            "snapshot_time 1.000000000 secs.nsecs\nreq_wait",    // cut
+            "read_bytes 3 samples [bytes] 1 2\n",                // two numbers
+            "read_bytes 3 samples [bytes] 1 2 3 -4\n",           // signed sumsq
             "read_bytes 99999999999999999999 samples [bytes]\n", // beyond 64 bits
-            "read_bytes 3 samples [bytes] 1 2 3\n...\n",      // an elided line
-            "read_bytes 3 samples [bytes] 1 2 3\r\n",         // CR
-            " read_bytes 3 samples [bytes] 1 2 3\n",          // leading blank
+            "read_bytes 3 samples [bytes] 1 2 3\n...\n",         // an elided line
+            "read_bytes 3 samples [bytes] 1 2 3\r\n",            // CR
+            " read_bytes 3 samples [bytes] 1 2 3\n",             // leading blank
             "read_bytes 3 samples [bytes]1 2 3\n",
         ] {
             assert!(parse_stats(bad.as_bytes()).is_err(), "{bad:?}");
@@ -984,16 +945,8 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
                 0,
                 1510950459.787901292,
             ),
-            (
-                "snapshot_time: 1790276932.811612826",
-                0,
-                1790276932.811612826,
-            ),
-            (
-                "start_time:         1510950459.5 (secs.usecs)",
-                1,
-                1510950459.000005,
-            ),
+            ("snapshot_time: 1790276932.811612826", 0, 1790276932.811612826),
+            ("start_time:         1510950459.5 (secs.usecs)", 1, 1510950459.000005),
             ("elapsed_time 86400", 2, 86400.0),
         ] {
             assert_eq!(header_line(line), Some((name, value)), "{line}");
@@ -1008,10 +961,7 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
         }
         // numbers beyond f64: not a time (the Python reader reports them)
         let huge = "9".repeat(400);
-        for line in [
-            format!("start_time: {huge} secs.nsecs"),
-            format!("start_time: {huge}.5 secs.usecs"),
-        ] {
+        for line in [format!("start_time: {huge} secs.nsecs"), format!("start_time: {huge}.5 secs.usecs")] {
             assert_eq!(header_line(&line), None, "{line}");
         }
     }
@@ -1097,18 +1047,12 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
             vec![
                 (
                     true,
-                    files(vec![
-                        ("stats", stats.clone()),
-                        ("max_dirty_mb", kind.clone()),
-                    ]),
+                    files(vec![("stats", stats.clone()), ("max_dirty_mb", kind.clone())]),
                 ),
                 (true, files(vec![("stats", bad)])),
                 (
                     true,
-                    files(vec![(
-                        "stats",
-                        dir.join("absent").to_string_lossy().into_owned(),
-                    )]),
+                    files(vec![("stats", dir.join("absent").to_string_lossy().into_owned())]),
                 ),
                 (false, vec![("stats".to_string(), llite)]),
             ],
@@ -1122,11 +1066,7 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
         assert_eq!(
             got.scalars[0][1],
             (
-                reader
-                    .param_names()
-                    .iter()
-                    .position(|n| n == "max_dirty_mb")
-                    .unwrap(),
+                reader.param_names().iter().position(|n| n == "max_dirty_mb").unwrap(),
                 Scalar::Text("crc32 [adler]".into())
             )
         );
@@ -1134,16 +1074,10 @@ d\t4\tsamples\t[usec]\t5\t6\t-7\t18446744073709551615\n\
         assert_eq!(got.rpc_present, vec![1, 0, 0]);
         assert_eq!(reader.osc_vocabulary.names, vec!["ost_write".to_string()]);
         let (line, samples, valued, _, hi, sum) = got.osc_stats.dense(1);
-        assert_eq!(
-            (line, samples, valued),
-            (vec![1, 0, 0], vec![2, 0, 0], vec![1, 0, 0])
-        );
+        assert_eq!((line, samples, valued), (vec![1, 0, 0], vec![2, 0, 0], vec![1, 0, 0]));
         assert_eq!((hi[0], sum[0]), (5, 6));
         assert_eq!(got.llite_stats.present, vec![1]);
-        assert_eq!(
-            reader.llite_vocabulary.names,
-            vec!["write_bytes".to_string()]
-        );
+        assert_eq!(reader.llite_vocabulary.names, vec!["write_bytes".to_string()]);
         assert_eq!(got.refused.len(), 2);
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -53,19 +53,9 @@ impl Simulation {
             d.set_item("index", c.index)?;
             d.set_item("hostname", format!("client{}", c.index))?;
             d.set_item("llite", self.sim.llite_name(c.index as usize))?;
-            let oscs: Vec<String> = c
-                .oscs
-                .iter()
-                .map(|&o| self.sim.oscs[o as usize].name.clone())
-                .collect();
+            let oscs: Vec<String> = c.oscs.iter().map(|&o| self.sim.oscs[o as usize].name.clone()).collect();
             d.set_item("osc", oscs)?;
-            d.set_item(
-                "mdc",
-                vec![format!(
-                    "{}-MDT0000-mdc-{:016x}",
-                    self.sim.cfg.cluster.fsname, c.instance
-                )],
-            )?;
+            d.set_item("mdc", vec![format!("{}-MDT0000-mdc-{:016x}", self.sim.cfg.cluster.fsname, c.instance)])?;
             out.push(d);
         }
         Ok(out)
@@ -76,12 +66,7 @@ impl Simulation {
         if client >= self.sim.clients.len() {
             return Err(PyValueError::new_err(format!("no client {client}")));
         }
-        Ok(self
-            .sim
-            .list_params(client)
-            .into_iter()
-            .map(|p| (p.path, p.name, p.writable))
-            .collect())
+        Ok(self.sim.list_params(client).into_iter().map(|p| (p.path, p.name, p.writable)).collect())
     }
 
     /// The text of one parameter file (exact device name, no globs).
@@ -142,11 +127,7 @@ fn i64_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
 }
 
 /// (present, start_time, line, samples, valued, min, max, sum) of one kind of stats file.
-fn stats_tuple<'py>(
-    py: Python<'py>,
-    rows: &StatsRows,
-    width: usize,
-) -> PyResult<Bound<'py, PyTuple>> {
+fn stats_tuple<'py>(py: Python<'py>, rows: &StatsRows, width: usize) -> PyResult<Bound<'py, PyTuple>> {
     let (line, samples, valued, lo, hi, sum) = rows.dense(width);
     let items: Vec<Bound<'py, PyAny>> = vec![
         PyBytes::new(py, &rows.present).into_any(),
@@ -165,9 +146,7 @@ fn stats_tuple<'py>(
 impl StatsReader {
     #[new]
     fn new(devices: Vec<(bool, Vec<(String, String)>)>, tunables: Vec<String>) -> Self {
-        StatsReader {
-            reader: Reader::new(devices, tunables),
-        }
+        StatsReader { reader: Reader::new(devices, tunables) }
     }
 
     /// Read every file of every device now (the GIL is released while reading).
@@ -178,12 +157,8 @@ impl StatsReader {
         out.set_item("status", PyBytes::new(py, &got.status))?;
         out.set_item("refused", got.refused)?;
         // One Python string per file name, shared by every device's dict.
-        let names: Vec<Bound<'py, PyString>> = self
-            .reader
-            .param_names()
-            .iter()
-            .map(|name| PyString::new(py, name))
-            .collect();
+        let names: Vec<Bound<'py, PyString>> =
+            self.reader.param_names().iter().map(|name| PyString::new(py, name)).collect();
         let scalars = PyList::empty(py);
         for (status, values) in got.status.iter().zip(&got.scalars) {
             if *status != 0 {
@@ -209,15 +184,9 @@ impl StatsReader {
         let osc_names = &self.reader.osc_vocabulary.names;
         let llite_names = &self.reader.llite_vocabulary.names;
         out.set_item("osc_names", osc_names.clone())?;
-        out.set_item(
-            "osc_stats",
-            stats_tuple(py, &got.osc_stats, osc_names.len())?,
-        )?;
+        out.set_item("osc_stats", stats_tuple(py, &got.osc_stats, osc_names.len())?)?;
         out.set_item("llite_names", llite_names.clone())?;
-        out.set_item(
-            "llite_stats",
-            stats_tuple(py, &got.llite_stats, llite_names.len())?,
-        )?;
+        out.set_item("llite_stats", stats_tuple(py, &got.llite_stats, llite_names.len())?)?;
         Ok(out)
     }
 }
@@ -277,27 +246,14 @@ impl LeafFinder {
         &self,
         py: Python<'py>,
         rows: &[u8],
-    ) -> PyResult<(
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-    )> {
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
         if !rows.len().is_multiple_of(8 * self.columns.max(1)) {
-            return Err(PyValueError::new_err(
-                "rows are not whole rows of float64 values",
-            ));
+            return Err(PyValueError::new_err("rows are not whole rows of float64 values"));
         }
-        let values: Vec<f64> = rows
-            .chunks_exact(8)
-            .map(|b| f64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
-            .collect();
+        let values: Vec<f64> = rows.chunks_exact(8).map(|b| f64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))).collect();
         let open = self.splits.open_leaves(&values, self.columns);
         let indices = PyBytes::new(py, &ne_bytes(&open.indices, i32::to_ne_bytes));
-        Ok((
-            i64_bytes(py, &open.indptr),
-            indices,
-            f64_bytes(py, &open.data),
-        ))
+        Ok((i64_bytes(py, &open.indptr), indices, f64_bytes(py, &open.data)))
     }
 }
 

@@ -34,13 +34,7 @@ impl<T: Copy> Default for EventQueue<T> {
 
 impl<T: Copy> EventQueue<T> {
     pub fn new() -> EventQueue<T> {
-        EventQueue {
-            current: VecDeque::new(),
-            buckets: (0..64).map(|_| Vec::new()).collect(),
-            nonempty: 0,
-            base: 0,
-            len: 0,
-        }
+        EventQueue { current: VecDeque::new(), buckets: (0..64).map(|_| Vec::new()).collect(), nonempty: 0, base: 0, len: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -102,11 +96,7 @@ impl<T: Copy> EventQueue<T> {
         let b = self.nonempty.trailing_zeros() as usize;
         self.nonempty &= !(1 << b);
         let mut items = std::mem::take(&mut self.buckets[b]);
-        self.base = items
-            .iter()
-            .map(|&(t, _, _)| t)
-            .min()
-            .expect("non-empty bucket");
+        self.base = items.iter().map(|&(t, _, _)| t).min().expect("non-empty bucket");
         for &(t, seq, item) in &items {
             if t == self.base {
                 self.current.push_back((seq, item));
@@ -115,9 +105,7 @@ impl<T: Copy> EventQueue<T> {
             }
         }
         if self.current.len() > 1 {
-            self.current
-                .make_contiguous()
-                .sort_unstable_by_key(|&(seq, _)| seq);
+            self.current.make_contiguous().sort_unstable_by_key(|&(seq, _)| seq);
         }
         // keep the allocation of the emptied bucket
         items.clear();

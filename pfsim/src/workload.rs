@@ -25,21 +25,11 @@ pub enum Role {
     /// Whole-file write then whole-file read of the same file, repeat.
     WholeRw,
     /// IOR process `rank` of `nproc`.
-    Ior {
-        rank: u32,
-        nproc: u32,
-    },
+    Ior { rank: u32, nproc: u32 },
     /// h5bench MPI rank `rank` of `nproc`, writing (VPIC-IO) or reading (BDCATS-IO).
-    H5 {
-        rank: u32,
-        nproc: u32,
-        write: bool,
-    },
+    H5 { rank: u32, nproc: u32, write: bool },
     /// DLIO data-loader thread `worker` of `workers` (over every rank of the job).
-    Dlio {
-        worker: u32,
-        workers: u32,
-    },
+    Dlio { worker: u32, workers: u32 },
 }
 
 /// Loop state of the h5bench and DLIO threads (filebench and IOR keep theirs in `pos`/`phase`).
@@ -108,13 +98,7 @@ pub fn roles(job: &JobConfig) -> Result<Vec<(Role, u32)>, String> {
 }
 
 /// Next request of a filebench-style thread. `pos` is the thread's cursor, `phase` its loop state.
-pub fn next_filebench(
-    role: Role,
-    job: &JobConfig,
-    pos: &mut u64,
-    phase: &mut u32,
-    rng: &mut Rng,
-) -> Request {
+pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng) -> Request {
     let io = job.iosize;
     let size = job.filesize;
     let slots = (size / io).max(1);
@@ -146,42 +130,16 @@ pub fn next_filebench(
             }
             let reopen = *pos == 0 || wrapped;
             let off = seq(pos);
-            (
-                if *phase == 0 {
-                    OpKind::Write
-                } else {
-                    OpKind::Read
-                },
-                off,
-                reopen,
-            )
+            (if *phase == 0 { OpKind::Write } else { OpKind::Read }, off, reopen)
         }
-        Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => {
-            unreachable!("not a filebench thread")
-        }
+        Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => unreachable!("not a filebench thread"),
     };
-    Request {
-        kind,
-        file_slot: 0,
-        offset,
-        len: io.min(size - offset),
-        fsync_after: job.fsync,
-        reopen,
-        start_at: 0,
-    }
+    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0 }
 }
 
 /// Next request of IOR process `rank`: a write phase over every segment, then a read phase.
-pub fn next_ior(
-    role: Role,
-    job: &JobConfig,
-    pos: &mut u64,
-    phase: &mut u32,
-    rng: &mut Rng,
-) -> Request {
-    let Role::Ior { rank, nproc } = role else {
-        unreachable!()
-    };
+pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng) -> Request {
+    let Role::Ior { rank, nproc } = role else { unreachable!() };
     let ior = job.ior.as_ref().expect("checked in config");
     let per_block = (ior.block / ior.transfer).max(1);
     let total = per_block * ior.segments.max(1);
@@ -199,11 +157,7 @@ pub fn next_ior(
     };
     let last_of_phase = *pos >= total;
     Request {
-        kind: if *phase == 0 {
-            OpKind::Write
-        } else {
-            OpKind::Read
-        },
+        kind: if *phase == 0 { OpKind::Write } else { OpKind::Read },
         file_slot: 0,
         offset,
         len: ior.transfer,
@@ -231,16 +185,8 @@ pub const H5_ELEMENT: u64 = 4;
 
 /// Datasets written or read per timestep, and I/Os per dataset.
 fn h5_shape(h5: &H5Config, write: bool) -> (u64, u64) {
-    let datasets = if write && h5.file_pattern == "interleaved" {
-        1
-    } else {
-        H5_PROPERTIES
-    };
-    let strided = if write {
-        h5.file_pattern == "strided"
-    } else {
-        h5.read_option == "strided"
-    };
+    let datasets = if write && h5.file_pattern == "interleaved" { 1 } else { H5_PROPERTIES };
+    let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
     (datasets, if strided { h5.block_cnt.max(1) } else { 1 })
 }
 
@@ -256,9 +202,7 @@ pub fn h5_file_size(h5: &H5Config) -> u64 {
 /// timestep writes (or reads) the rank's part of every dataset, then the rank computes for
 /// `compute_ns` before the next timestep.
 pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Option<Request> {
-    let Role::H5 { rank, nproc, write } = role else {
-        unreachable!()
-    };
+    let Role::H5 { rank, nproc, write } = role else { unreachable!() };
     let h5 = job.h5bench.as_ref().expect("checked in config");
     let (datasets, blocks) = h5_shape(h5, write);
     let per_step = datasets * blocks;
@@ -267,28 +211,17 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
     }
     let (t, rem) = (prog.step / per_step, prog.step % per_step);
     let (d, b) = (rem / blocks, rem % blocks);
-    let start_at = if rem == 0 && prog.step > 0 {
-        now + h5.compute_ns
-    } else {
-        now
-    };
+    let start_at = if rem == 0 && prog.step > 0 { now + h5.compute_ns } else { now };
     prog.step += 1;
     let total = h5.particles * nproc as u64;
     let rank = rank as u64;
     let (offset, len) = if write && h5.file_pattern == "interleaved" {
         // one compound dataset per timestep: each particle's eight fields side by side
         let record = H5_PROPERTIES * H5_ELEMENT;
-        (
-            t * total * record + rank * h5.particles * record,
-            h5.particles * record,
-        )
+        (t * total * record + rank * h5.particles * record, h5.particles * record)
     } else {
         let dataset = (t * H5_PROPERTIES + d) * total * H5_ELEMENT;
-        let strided = if write {
-            h5.file_pattern == "strided"
-        } else {
-            h5.read_option == "strided"
-        };
+        let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
         if strided {
             // BLOCK_CNT blocks of BLOCK_SIZE particles, STRIDE_SIZE apart, from the rank's offset;
             // independent MPI-IO sends each block as its own system call
@@ -296,15 +229,9 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
             (dataset + start * H5_ELEMENT, h5.block * H5_ELEMENT)
         } else if !write && h5.read_option == "partial" {
             // the first TO_READ_NUM_PARTICLES per rank: ranks' offsets are a prefix sum of them
-            (
-                dataset + rank * h5.to_read * H5_ELEMENT,
-                h5.to_read * H5_ELEMENT,
-            )
+            (dataset + rank * h5.to_read * H5_ELEMENT, h5.to_read * H5_ELEMENT)
         } else {
-            (
-                dataset + rank * h5.particles * H5_ELEMENT,
-                h5.particles * H5_ELEMENT,
-            )
+            (dataset + rank * h5.particles * H5_ELEMENT, h5.particles * H5_ELEMENT)
         }
     };
     Some(Request {
@@ -355,16 +282,8 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// read_threads` bytes make one batch; the training step of a batch starts when the batch is
 /// read and the previous step has ended, and lasts `computation_ns`. A loader runs ahead of
 /// training by at most `prefetch` batches, then waits for the next step to start.
-pub fn next_dlio(
-    role: Role,
-    job: &JobConfig,
-    prog: &mut Progress,
-    now: u64,
-    seed: u64,
-) -> Option<Request> {
-    let Role::Dlio { worker, workers } = role else {
-        unreachable!()
-    };
+pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, seed: u64) -> Option<Request> {
+    let Role::Dlio { worker, workers } = role else { unreachable!() };
     let dl = job.dlio.as_ref().expect("checked in config");
     let (w, n_workers) = (worker as u64, workers as u64);
     // training steps of batches completed by the previous read
@@ -378,18 +297,10 @@ pub fn next_dlio(
     while prog.queue.front().is_some_and(|&t| t <= now) {
         prog.queue.pop_front();
     }
-    let start_at = if prog.queue.len() >= dl.prefetch.max(1) as usize {
-        prog.queue[0]
-    } else {
-        now
-    };
+    let start_at = if prog.queue.len() >= dl.prefetch.max(1) as usize { prog.queue[0] } else { now };
 
     let file_size = dl.samples_per_file * dl.sample_size;
-    let seed = seed
-        ^ job
-            .name
-            .bytes()
-            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let seed = seed ^ job.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
     let (file, offset, len, reopen);
     if dlio_sequential(&dl.format) {
         let mine = dl.files / n_workers + u64::from(w < dl.files % n_workers);
@@ -485,24 +396,13 @@ mod tests {
     #[test]
     fn vpic_writes_each_ranks_slab_of_every_dataset_then_computes() {
         let j = job("h5bench.vpic", Some(h5("contig", "full")), None);
-        let role = Role::H5 {
-            rank: 1,
-            nproc: 2,
-            write: true,
-        };
+        let role = Role::H5 { rank: 1, nproc: 2, write: true };
         let mut prog = Progress::default();
         let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 100)).collect();
-        assert_eq!(
-            reqs.len(),
-            16,
-            "8 datasets x 2 timesteps, then the kernel ends"
-        );
+        assert_eq!(reqs.len(), 16, "8 datasets x 2 timesteps, then the kernel ends");
         let dataset = 2 * 1000 * 4; // both ranks' particles, 4 bytes each
         for (i, r) in reqs.iter().enumerate() {
-            assert_eq!(
-                (r.kind, r.offset, r.len),
-                (OpKind::Write, i as u64 * dataset + 4000, 4000)
-            );
+            assert_eq!((r.kind, r.offset, r.len), (OpKind::Write, i as u64 * dataset + 4000, 4000));
             // the compute time comes between timesteps, not before the first
             assert_eq!(r.start_at, if i == 8 { 105 } else { 100 }, "request {i}");
             assert_eq!(r.reopen, i == 0);
@@ -513,11 +413,7 @@ mod tests {
     fn vpic_interleaved_writes_one_compound_record_array_per_timestep() {
         let j = job("h5bench.vpic", Some(h5("interleaved", "full")), None);
         let mut prog = Progress::default();
-        let role = Role::H5 {
-            rank: 1,
-            nproc: 2,
-            write: true,
-        };
+        let role = Role::H5 { rank: 1, nproc: 2, write: true };
         let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
         let got: Vec<(u64, u64)> = reqs.iter().map(|r| (r.offset, r.len)).collect();
         assert_eq!(got, vec![(32_000, 32_000), (96_000, 32_000)]);
@@ -525,18 +421,11 @@ mod tests {
 
     #[test]
     fn bdcats_partial_and_strided_reads() {
-        let role = Role::H5 {
-            rank: 1,
-            nproc: 2,
-            write: false,
-        };
+        let role = Role::H5 { rank: 1, nproc: 2, write: false };
         let j = job("h5bench.bdcats", Some(h5("contig", "partial")), None);
         let mut prog = Progress::default();
         let first = next_h5(role, &j, &mut prog, 0).unwrap();
-        assert_eq!(
-            (first.kind, first.offset, first.len),
-            (OpKind::Read, 400, 400)
-        );
+        assert_eq!((first.kind, first.offset, first.len), (OpKind::Read, 400, 400));
 
         let j = job("h5bench.bdcats", Some(h5("contig", "strided")), None);
         let mut prog = Progress::default();
@@ -544,10 +433,7 @@ mod tests {
         assert_eq!(reqs.len(), 2 * 8 * 3);
         let got: Vec<(u64, u64)> = reqs[..4].iter().map(|r| (r.offset, r.len)).collect();
         // blocks of 16 particles every 64 from the rank's offset (1000), then the next dataset
-        assert_eq!(
-            got,
-            vec![(4000, 64), (4256, 64), (4512, 64), (8000 + 4000, 64)]
-        );
+        assert_eq!(got, vec![(4000, 64), (4256, 64), (4512, 64), (8000 + 4000, 64)]);
     }
 
     fn dlio(format: &str, computation_ns: u64) -> DlioConfig {
@@ -575,10 +461,7 @@ mod tests {
             let files = if worker == 0 { 3 } else { 2 };
             for k in 0..files * 8 {
                 let r = next_dlio(role, &j, &mut prog, 0, 1).unwrap();
-                assert_eq!(
-                    (r.offset, r.len, r.reopen),
-                    ((k % 8) * 500, 500, k % 8 == 0)
-                );
+                assert_eq!((r.offset, r.len, r.reopen), ((k % 8) * 500, 500, k % 8 == 0));
                 if k % 8 == 0 {
                     seen.push(r.file_slot);
                 }
@@ -594,10 +477,7 @@ mod tests {
     #[test]
     fn dlio_random_formats_read_samples_and_wait_for_training() {
         let j = job("dlio", None, Some(dlio("indexed_binary", 1_000)));
-        let role = Role::Dlio {
-            worker: 0,
-            workers: 1,
-        };
+        let role = Role::Dlio { worker: 0, workers: 1 };
         let mut prog = Progress::default();
         let mut starts = Vec::new();
         let mut samples = Vec::new();
@@ -617,11 +497,7 @@ mod tests {
         assert_eq!(starts, expected);
         samples.sort_unstable();
         samples.dedup();
-        assert_eq!(
-            samples.len(),
-            7,
-            "13 half-sample reads cover 7 distinct samples"
-        );
+        assert_eq!(samples.len(), 7, "13 half-sample reads cover 7 distinct samples");
     }
 
     #[test]

@@ -14,19 +14,8 @@ fn busy_scenario(seed: u64) -> Scenario {
         .duration_ns(400 * MS)
         .tunable("osc.max_pages_per_rpc", "256")
         .tunable("osc.max_rpcs_in_flight", "4")
-        .job(
-            Job::new("filebench.randomrw", 64 * KIB)
-                .clients(&[0, 1])
-                .threads(2)
-                .filesize(256 * MIB)
-                .stripes(2, MIB),
-        )
-        .job(
-            Job::new("filebench.seqread", MIB)
-                .clients(&[1])
-                .stripes(4, MIB)
-                .start_ns(50 * MS),
-        )
+        .job(Job::new("filebench.randomrw", 64 * KIB).clients(&[0, 1]).threads(2).filesize(256 * MIB).stripes(2, MIB))
+        .job(Job::new("filebench.seqread", MIB).clients(&[1]).stripes(4, MIB).start_ns(50 * MS))
         .job(
             Job::ior(Ior {
                 processes: 3,
@@ -47,9 +36,7 @@ fn all_params(sim: &Sim) -> Vec<(usize, String, String)> {
     let mut out = Vec::new();
     for c in 0..sim.clients.len() {
         for p in sim.list_params(c) {
-            let text = sim
-                .get_param(c, &p.name)
-                .unwrap_or_else(|e| panic!("{}: errno {e}", p.name));
+            let text = sim.get_param(c, &p.name).unwrap_or_else(|e| panic!("{}: errno {e}", p.name));
             out.push((c, p.name, text));
         }
     }
@@ -57,11 +44,7 @@ fn all_params(sim: &Sim) -> Vec<(usize, String, String)> {
 }
 
 fn assert_same(a: &Sim, b: &Sim, what: &str) {
-    assert_eq!(
-        format!("{:?}", a.totals()),
-        format!("{:?}", b.totals()),
-        "{what}: totals differ"
-    );
+    assert_eq!(format!("{:?}", a.totals()), format!("{:?}", b.totals()), "{what}: totals differ");
     let (pa, pb) = (all_params(a), all_params(b));
     assert_eq!(pa.len(), pb.len(), "{what}: parameter lists differ");
     for (x, y) in pa.iter().zip(&pb) {
@@ -80,13 +63,7 @@ fn same_scenario_and_seed_give_identical_totals_and_texts() {
         assert_same(&a, &b, &format!("at {t} ns"));
     }
     let t = a.totals();
-    assert!(
-        t.app_read_bytes > 0
-            && t.app_write_bytes > 0
-            && t.osc_read_bytes > 0
-            && t.osc_write_bytes > 0,
-        "{t:?}"
-    );
+    assert!(t.app_read_bytes > 0 && t.app_write_bytes > 0 && t.osc_read_bytes > 0 && t.osc_write_bytes > 0, "{t:?}");
 }
 
 #[test]
@@ -96,52 +73,22 @@ fn disks_behind_the_elevator_are_deterministic_too() {
     a.run_until(400 * MS);
     b.run_until(400 * MS);
     assert_same(&a, &b, "disks");
-    assert!(
-        a.ev_kinds[4] > 0,
-        "the elevator served the disks: {:?}",
-        a.ev_kinds
-    );
-    assert_ne!(
-        format!("{:?}", a.totals()),
-        format!("{:?}", busy_scenario(11).run().totals()),
-        "disks are not SSDs"
-    );
+    assert!(a.ev_kinds[4] > 0, "the elevator served the disks: {:?}", a.ev_kinds);
+    assert_ne!(format!("{:?}", a.totals()), format!("{:?}", busy_scenario(11).run().totals()), "disks are not SSDs");
 }
 
 #[test]
 fn a_different_seed_changes_a_random_workload() {
-    let run = |seed| {
-        Scenario::new()
-            .seed(seed)
-            .duration_ns(300 * MS)
-            .job(Job::new("filebench.randomread", 8 * KIB))
-            .run()
-    };
+    let run = |seed| Scenario::new().seed(seed).duration_ns(300 * MS).job(Job::new("filebench.randomread", 8 * KIB)).run();
     let (a, b) = (run(1), run(2));
-    assert_ne!(
-        format!("{:?}", a.totals()),
-        format!("{:?}", b.totals()),
-        "seed does not reach the random offsets"
-    );
+    assert_ne!(format!("{:?}", a.totals()), format!("{:?}", b.totals()), "seed does not reach the random offsets");
     // the same seed again reproduces the first run
-    assert_eq!(
-        format!("{:?}", a.totals()),
-        format!("{:?}", run(1).totals())
-    );
+    assert_eq!(format!("{:?}", a.totals()), format!("{:?}", run(1).totals()));
 }
 
 #[test]
 fn the_seed_picks_the_mount_instances() {
-    let names = |seed| {
-        Scenario::new()
-            .seed(seed)
-            .clients(2)
-            .build()
-            .list_params(1)
-            .into_iter()
-            .map(|p| p.name)
-            .collect::<Vec<_>>()
-    };
+    let names = |seed| Scenario::new().seed(seed).clients(2).build().list_params(1).into_iter().map(|p| p.name).collect::<Vec<_>>();
     assert_eq!(names(5), names(5));
     assert_ne!(names(5), names(6));
 }

@@ -7,22 +7,14 @@ use pfsim::stats::OscCtr;
 use pfsim::Sim;
 
 fn counter(sim: &Sim, client: usize, c: OscCtr) -> u64 {
-    sim.clients[client]
-        .oscs
-        .iter()
-        .map(|&o| sim.oscs[o as usize].stats.get(c).count)
-        .sum()
+    sim.clients[client].oscs.iter().map(|&o| sim.oscs[o as usize].stats.get(c).count).sum()
 }
 
 #[test]
 fn one_client_one_enqueue_per_object() {
     let mut sim = Scenario::new()
         .duration_ns(SEC)
-        .job(
-            Job::new("filebench.seqwrite", MIB)
-                .filesize(GIB)
-                .stripes(4, MIB),
-        )
+        .job(Job::new("filebench.seqwrite", MIB).filesize(GIB).stripes(4, MIB))
         .build();
     sim.run_until(SEC);
     assert_eq!(counter(&sim, 0, OscCtr::LdlmExtentEnqueue), 4);
@@ -31,74 +23,31 @@ fn one_client_one_enqueue_per_object() {
 
 #[test]
 fn shared_file_writers_call_back_each_others_locks() {
-    let ior = Ior {
-        processes: 2,
-        transfer: MIB,
-        block: 4 * MIB,
-        segments: 64,
-        file_per_process: false,
-        random: false,
-        fsync: false,
-    };
-    let mut sim = Scenario::new()
-        .clients(2)
-        .duration_ns(2 * SEC)
-        .job(Job::ior(ior).clients(&[0, 1]))
-        .build();
+    let ior = Ior { processes: 2, transfer: MIB, block: 4 * MIB, segments: 64, file_per_process: false, random: false, fsync: false };
+    let mut sim = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1])).build();
     for step in 1..=200 {
         sim.run_until(step * 10_000_000);
         for o in &sim.oscs {
             // beyond max + 1 only high-priority RPCs (lock callbacks) may be in flight
-            assert!(
-                o.r_in_flight + o.w_in_flight <= o.mrif + 1 + o.hp_in_flight,
-                "{}",
-                o.name
-            );
+            assert!(o.r_in_flight + o.w_in_flight <= o.mrif + 1 + o.hp_in_flight, "{}", o.name);
         }
     }
     for client in 0..2 {
-        eprintln!(
-            "DBG {client} enq {} cancel {} {:?}",
-            counter(&sim, client, OscCtr::LdlmExtentEnqueue),
-            counter(&sim, client, OscCtr::LdlmCancel),
-            sim.totals()
-        );
-        assert!(
-            counter(&sim, client, OscCtr::LdlmExtentEnqueue) > 1,
-            "client {client} re-enqueues after losing its lock"
-        );
-        assert!(
-            counter(&sim, client, OscCtr::LdlmCancel) > 0,
-            "client {client} cancels called-back locks"
-        );
+        eprintln!("DBG {client} enq {} cancel {} {:?}", counter(&sim, client, OscCtr::LdlmExtentEnqueue), counter(&sim, client, OscCtr::LdlmCancel), sim.totals());
+        assert!(counter(&sim, client, OscCtr::LdlmExtentEnqueue) > 1, "client {client} re-enqueues after losing its lock");
+        assert!(counter(&sim, client, OscCtr::LdlmCancel) > 0, "client {client} cancels called-back locks");
     }
     let t = sim.totals();
     assert!(t.app_write_bytes > 0 && t.osc_write_bytes > 0);
     // the writers never wait forever for each other
-    assert!(
-        t.app_write_bytes >= 64 * MIB,
-        "only {} bytes written",
-        t.app_write_bytes
-    );
+    assert!(t.app_write_bytes >= 64 * MIB, "only {} bytes written", t.app_write_bytes);
 }
 
 #[test]
 fn contention_costs_throughput() {
     let run = |fpp: bool| {
-        let ior = Ior {
-            processes: 2,
-            transfer: MIB,
-            block: MIB,
-            segments: 256,
-            file_per_process: fpp,
-            random: false,
-            fsync: true,
-        };
-        let mut sim = Scenario::new()
-            .clients(2)
-            .duration_ns(2 * SEC)
-            .job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB))
-            .build();
+        let ior = Ior { processes: 2, transfer: MIB, block: MIB, segments: 256, file_per_process: fpp, random: false, fsync: true };
+        let mut sim = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB)).build();
         sim.run_until(2 * SEC);
         sim.totals().app_write_bytes
     };

@@ -66,10 +66,7 @@ impl Case {
                 .filesize(self.filesize)
                 .threads(self.threads)
                 .fsync(self.fsync),
-            None => Job::ior(Ior {
-                fsync: self.fsync,
-                ..self.ior.clone()
-            }),
+            None => Job::ior(Ior { fsync: self.fsync, ..self.ior.clone() }),
         };
         let job = job
             .clients(&(0..self.clients).collect::<Vec<_>>())
@@ -104,8 +101,7 @@ impl Case {
     }
 
     fn has_writers(&self) -> bool {
-        self.filebench
-            .is_none_or(|w| w.contains("write") || w.ends_with("rw"))
+        self.filebench.is_none_or(|w| w.contains("write") || w.ends_with("rw"))
     }
 
     fn pure_reader(&self) -> bool {
@@ -125,10 +121,7 @@ impl Case {
 
     /// Sequential readers of files they never reach the end of.
     fn sequential_reader_without_wrap(&self) -> bool {
-        matches!(
-            self.filebench,
-            Some("filebench.seqread" | "filebench.wholefileread")
-        ) && self.filesize >= BIG_FILE
+        matches!(self.filebench, Some("filebench.seqread" | "filebench.wholefileread")) && self.filesize >= BIG_FILE
     }
 
     fn build(&self) -> Sim {
@@ -136,8 +129,7 @@ impl Case {
         if let Some(mb) = self.max_dirty_mb {
             // after start-up: a scenario tunable would be undone by client_adjust_max_dirty(),
             // which treats 0 as "not set yet" when max_pages_per_rpc is applied
-            sim.set_everywhere("osc.max_dirty_mb", &mb.to_string())
-                .expect("max_dirty_mb");
+            sim.set_everywhere("osc.max_dirty_mb", &mb.to_string()).expect("max_dirty_mb");
         }
         sim
     }
@@ -159,17 +151,15 @@ fn ior_strategy() -> impl Strategy<Value = Ior> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(
-            |(processes, transfer, per_block, segments, file_per_process, random)| Ior {
-                processes,
-                transfer,
-                block: transfer * per_block,
-                segments,
-                file_per_process,
-                random,
-                fsync: false,
-            },
-        )
+        .prop_map(|(processes, transfer, per_block, segments, file_per_process, random)| Ior {
+            processes,
+            transfer,
+            block: transfer * per_block,
+            segments,
+            file_per_process,
+            random,
+            fsync: false,
+        })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -207,67 +197,45 @@ fn cases(sharing: Sharing) -> impl Strategy<Value = Case> {
         .boxed()
     };
     (
-        (
-            workload,
-            ior_strategy(),
-            page_multiple(4096),
-            prop::option::of(1u64..=64),
-            any::<bool>(),
-        ),
-        (
-            1u64..=1024,
-            1u32..=256,
-            1u32..=4,
-            prop::sample::select(vec![64 * KIB, MIB, 4 * MIB]),
-        ),
-        (
-            1u32..=3,
-            1usize..=2,
-            prop::option::of(prop::sample::select(vec![0u64, 1, 4, 16, 64, 512])),
-        ),
+        (workload, ior_strategy(), page_multiple(4096), prop::option::of(1u64..=64), any::<bool>()),
+        (1u64..=1024, 1u32..=256, 1u32..=4, prop::sample::select(vec![64 * KIB, MIB, 4 * MIB])),
+        (1u32..=3, 1usize..=2, prop::option::of(prop::sample::select(vec![0u64, 1, 4, 16, 64, 512]))),
         (300u64..=800, any::<u64>(), prop::bool::weighted(0.25)),
     )
-        .prop_map(
-            move |(
-                (filebench, mut ior, iosize, small_file, fsync),
-                (mppr, mrif, stripe_count, stripe_size),
-                (threads, clients, max_dirty_mb),
-                (stop_ms, seed, disks),
-            )| {
-                // small files make the whole-file personalities wrap and re-read; big ones never wrap
-                let filesize = small_file.map_or(BIG_FILE, |k| iosize * k);
-                // bound the RPCs left to flush when the workload stops: about 1000 per OSC
-                let cap = 4 * mppr;
-                let max_dirty_mb = match max_dirty_mb {
-                    Some(mb) => Some(mb.min(cap)),
-                    None if cap >= 2000 => None,
-                    None => Some(cap),
-                };
-                let mut clients = clients;
-                if sharing == Sharing::Only {
-                    clients = 2;
-                    ior.processes = ior.processes.max(2);
-                    ior.file_per_process = false;
-                }
-                Case {
-                    filebench,
-                    ior,
-                    iosize,
-                    filesize,
-                    mppr,
-                    mrif,
-                    stripe_count,
-                    stripe_size,
-                    threads,
-                    clients,
-                    fsync,
-                    max_dirty_mb,
-                    stop_ns: stop_ms * MS,
-                    seed,
-                    disks,
-                }
-            },
-        )
+        .prop_map(move |((filebench, mut ior, iosize, small_file, fsync), (mppr, mrif, stripe_count, stripe_size), (threads, clients, max_dirty_mb), (stop_ms, seed, disks))| {
+            // small files make the whole-file personalities wrap and re-read; big ones never wrap
+            let filesize = small_file.map_or(BIG_FILE, |k| iosize * k);
+            // bound the RPCs left to flush when the workload stops: about 1000 per OSC
+            let cap = 4 * mppr;
+            let max_dirty_mb = match max_dirty_mb {
+                Some(mb) => Some(mb.min(cap)),
+                None if cap >= 2000 => None,
+                None => Some(cap),
+            };
+            let mut clients = clients;
+            if sharing == Sharing::Only {
+                clients = 2;
+                ior.processes = ior.processes.max(2);
+                ior.file_per_process = false;
+            }
+            Case {
+                filebench,
+                ior,
+                iosize,
+                filesize,
+                mppr,
+                mrif,
+                stripe_count,
+                stripe_size,
+                threads,
+                clients,
+                fsync,
+                max_dirty_mb,
+                stop_ns: stop_ms * MS,
+                seed,
+                disks,
+            }
+        })
 }
 
 /// Events a case may spend before its workload is stopped early (small RPCs and I/O sizes make
@@ -277,19 +245,12 @@ const EVENT_BUDGET: u64 = 60_000;
 /// Runs a case: 1 ms steps while the workload runs, 100 ms steps while it drains; `check` is
 /// called after every step. Past `EVENT_BUDGET` events the threads stop at once (their next
 /// operation is not started), as if `stop_ns` had come.
-fn drive(
-    case: &Case,
-    mut check: impl FnMut(&Sim) -> Result<(), TestCaseError>,
-) -> Result<Sim, TestCaseError> {
+fn drive(case: &Case, mut check: impl FnMut(&Sim) -> Result<(), TestCaseError>) -> Result<Sim, TestCaseError> {
     let mut sim = case.build();
     let end = case.end_ns();
     let mut t = 0;
     while t < end {
-        t += if t < case.stop_ns + 100 * MS {
-            MS
-        } else {
-            100 * MS
-        };
+        t += if t < case.stop_ns + 100 * MS { MS } else { 100 * MS };
         sim.run_until(t);
         check(&sim)?;
         if sim.events > EVENT_BUDGET && t < case.stop_ns {
@@ -303,25 +264,11 @@ fn drive(
 
 /// Nothing left anywhere: every thread finished, no RPC in flight, no dirty or queued page.
 fn assert_drained(sim: &Sim, case: &Case) -> Result<(), TestCaseError> {
-    prop_assert!(
-        sim.threads.iter().all(|t| t.done),
-        "{}: threads still busy at the end",
-        case.workload()
-    );
+    prop_assert!(sim.threads.iter().all(|t| t.done), "{}: threads still busy at the end", case.workload());
     for o in &sim.oscs {
-        prop_assert_eq!(
-            (o.r_in_flight, o.w_in_flight),
-            (0, 0),
-            "{} still has RPCs in flight",
-            o.name
-        );
+        prop_assert_eq!((o.r_in_flight, o.w_in_flight), (0, 0), "{} still has RPCs in flight", o.name);
         prop_assert_eq!(o.dirty_pages, 0, "{} still has dirty pages", o.name);
-        prop_assert_eq!(
-            (o.pending_r_pages, o.pending_w_pages),
-            (0, 0),
-            "{} still has queued pages",
-            o.name
-        );
+        prop_assert_eq!((o.pending_r_pages, o.pending_w_pages), (0, 0), "{} still has queued pages", o.name);
     }
     for c in &sim.clients {
         prop_assert_eq!(c.dirty_pages, 0, "client {} still has dirty pages", c.index);
@@ -331,34 +278,17 @@ fn assert_drained(sim: &Sim, case: &Case) -> Result<(), TestCaseError> {
 
 /// Checks of the state any step may show, whatever the case.
 fn step_invariants(sim: &Sim) -> Result<(), TestCaseError> {
-    sim.check_invariants()
-        .map_err(|e| TestCaseError::fail(format!("check_invariants at {} ns: {e}", sim.now)))?;
+    sim.check_invariants().map_err(|e| TestCaseError::fail(format!("check_invariants at {} ns: {e}", sim.now)))?;
     for (ci, c) in sim.clients.iter().enumerate() {
-        let writers = sim
-            .threads
-            .iter()
-            .filter(|t| t.client as usize == ci)
-            .count() as u64;
+        let writers = sim.threads.iter().filter(|t| t.client as usize == ci).count() as u64;
         let mut osc_dirty = 0;
         for &oi in &c.oscs {
             let o = &sim.oscs[oi as usize];
             osc_dirty += o.dirty_pages;
             // grant is a u64: "negative" would show as a huge wrapped value
-            prop_assert!(
-                o.avail_grant < 4 * GIB,
-                "{}: avail_grant {} wrapped?",
-                o.name,
-                o.avail_grant
-            );
-            let text = sim
-                .get_param(ci, &format!("osc.{}.cur_grant_bytes", o.name))
-                .expect("cur_grant_bytes");
-            prop_assert_eq!(
-                text.trim_end().parse::<u64>().ok(),
-                Some(o.avail_grant),
-                "cur_grant_bytes {:?}",
-                text
-            );
+            prop_assert!(o.avail_grant < 4 * GIB, "{}: avail_grant {} wrapped?", o.name, o.avail_grant);
+            let text = sim.get_param(ci, &format!("osc.{}.cur_grant_bytes", o.name)).expect("cur_grant_bytes");
+            prop_assert_eq!(text.trim_end().parse::<u64>().ok(), Some(o.avail_grant), "cur_grant_bytes {:?}", text);
             // cached writes wait below max_dirty_mb; on top, each thread may have one synchronous
             // piece of at most one RPC window on its way
             prop_assert!(
@@ -370,12 +300,7 @@ fn step_invariants(sim: &Sim) -> Result<(), TestCaseError> {
                 writers
             );
         }
-        prop_assert_eq!(
-            c.dirty_pages,
-            osc_dirty,
-            "client {}: dirty pages differ from the sum of its OSCs'",
-            ci
-        );
+        prop_assert_eq!(c.dirty_pages, osc_dirty, "client {}: dirty pages differ from the sum of its OSCs'", ci);
     }
     Ok(())
 }
@@ -388,9 +313,7 @@ fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
     for (ci, c) in sim.clients.iter().enumerate() {
         for &oi in &c.oscs {
             let o = &sim.oscs[oi as usize];
-            let text = sim
-                .get_param(ci, &format!("osc.{}.rpc_stats", o.name))
-                .expect("rpc_stats");
+            let text = sim.get_param(ci, &format!("osc.{}.rpc_stats", o.name)).expect("rpc_stats");
             let rs = parse_rpc_stats(&text);
             prop_assert_eq!(rs.read_in_flight, o.r_in_flight as u64);
             prop_assert_eq!(rs.write_in_flight, o.w_in_flight as u64);
@@ -400,14 +323,7 @@ fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
             let writes = o.stats.get(OscCtr::WriteBytes).count + o.w_in_flight as u64;
             prop_assert_eq!(rs.sections.len(), 3);
             for (title, rows) in &rs.sections {
-                prop_assert_eq!(
-                    row_sums(rows),
-                    (reads, writes),
-                    "{}: section {:?}:\n{}",
-                    o.name,
-                    title,
-                    text
-                );
+                prop_assert_eq!(row_sums(rows), (reads, writes), "{}: section {:?}:\n{}", o.name, title, text);
             }
             let biggest = o.mppr.next_power_of_two() as i64;
             for row in rs.pages_per_rpc() {
@@ -419,28 +335,11 @@ fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
                     o.mppr
                 );
             }
-            let stats = sim
-                .get_param(ci, &format!("osc.{}.stats", o.name))
-                .expect("stats");
+            let stats = sim.get_param(ci, &format!("osc.{}.stats", o.name)).expect("stats");
             let printed = |name| stats_counter(&stats, name).unwrap_or((0, 0));
-            let (rb, wb) = (
-                o.stats.get(OscCtr::ReadBytes),
-                o.stats.get(OscCtr::WriteBytes),
-            );
-            prop_assert_eq!(
-                printed("read_bytes"),
-                (rb.count, o.osc_read_bytes as i64),
-                "{}:\n{}",
-                o.name,
-                stats
-            );
-            prop_assert_eq!(
-                printed("write_bytes"),
-                (wb.count, o.osc_write_bytes as i64),
-                "{}:\n{}",
-                o.name,
-                stats
-            );
+            let (rb, wb) = (o.stats.get(OscCtr::ReadBytes), o.stats.get(OscCtr::WriteBytes));
+            prop_assert_eq!(printed("read_bytes"), (rb.count, o.osc_read_bytes as i64), "{}:\n{}", o.name, stats);
+            prop_assert_eq!(printed("write_bytes"), (wb.count, o.osc_write_bytes as i64), "{}:\n{}", o.name, stats);
         }
     }
     Ok(())
@@ -455,11 +354,7 @@ fn normal_in_flight(o: &pfsim::model::Osc) -> u32 {
 /// Normal RPCs in flight of every OSC at most max_rpcs_in_flight + `over`.
 fn in_flight_within(sim: &Sim, over: u32) -> Result<(), TestCaseError> {
     for o in &sim.oscs {
-        prop_assert!(
-            o.hp_in_flight <= o.w_in_flight,
-            "{}: more high-priority RPCs than writes in flight",
-            o.name
-        );
+        prop_assert!(o.hp_in_flight <= o.w_in_flight, "{}: more high-priority RPCs than writes in flight", o.name);
         prop_assert!(
             normal_in_flight(o) <= o.mrif + over,
             "{}: {} reads + {} writes ({} high-priority) in flight, max_rpcs_in_flight {} at {} ns",
@@ -482,15 +377,8 @@ fn never_called_back(o: &pfsim::model::Osc) -> bool {
 /// 12 cases per property; `PFSIM_PROP_CASES=500 cargo test --release --test properties` for a
 /// deeper search.
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PFSIM_PROP_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12);
-    ProptestConfig {
-        cases,
-        max_shrink_iters: 64,
-        ..ProptestConfig::default()
-    }
+    let cases = std::env::var("PFSIM_PROP_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    ProptestConfig { cases, max_shrink_iters: 64, ..ProptestConfig::default() }
 }
 
 proptest! {
@@ -607,35 +495,21 @@ fn flusher_writes_back_everything_after_expiry() {
     let sc = Scenario::new()
         .duration_ns(40 * SEC)
         .tunable("osc.max_pages_per_rpc", "256")
-        .job(
-            Job::new("filebench.seqwrite", 12 * KIB)
-                .filesize(BIG_FILE)
-                .stop_ns(200 * MS),
-        );
+        .job(Job::new("filebench.seqwrite", 12 * KIB).filesize(BIG_FILE).stop_ns(200 * MS));
     let mut sim = sc.build();
     sim.run_until(SEC);
     let t = sim.totals();
     assert!(t.app_write_bytes > 0);
     let dirty: u64 = sim.oscs.iter().map(|o| o.dirty_pages).sum();
     // full 1 MiB extents leave at once; the partial last one waits for the flusher
-    assert!(
-        dirty > 0 && dirty < 256,
-        "{dirty} dirty pages after the writer stopped"
-    );
+    assert!(dirty > 0 && dirty < 256, "{dirty} dirty pages after the writer stopped");
     assert_eq!(t.app_write_bytes, t.osc_write_bytes + dirty * PAGE);
     sim.run_until(29 * SEC);
-    assert_eq!(
-        sim.oscs.iter().map(|o| o.dirty_pages).sum::<u64>(),
-        dirty,
-        "flushed before expiry"
-    );
+    assert_eq!(sim.oscs.iter().map(|o| o.dirty_pages).sum::<u64>(), dirty, "flushed before expiry");
     sim.run_until(40 * SEC);
     let t = sim.totals();
     assert_eq!(t.app_write_bytes, t.osc_write_bytes);
-    assert!(sim
-        .oscs
-        .iter()
-        .all(|o| o.dirty_pages == 0 && o.w_in_flight == 0));
+    assert!(sim.oscs.iter().all(|o| o.dirty_pages == 0 && o.w_in_flight == 0));
 }
 
 /// A write must complete even when max_dirty_mb is below one RPC: Lustre admits a write page by
@@ -645,19 +519,12 @@ fn writer_with_max_dirty_below_one_rpc_window_completes() {
     let sc = Scenario::new()
         .duration_ns(SEC)
         .tunable("osc.max_pages_per_rpc", "1024")
-        .job(
-            Job::new("filebench.seqwrite", 4 * MIB)
-                .filesize(BIG_FILE)
-                .stripes(1, MIB),
-        );
+        .job(Job::new("filebench.seqwrite", 4 * MIB).filesize(BIG_FILE).stripes(1, MIB));
     let mut sim = sc.build();
     sim.set_everywhere("osc.max_dirty_mb", "1").unwrap();
     sim.run_until(SEC);
     let t = sim.totals();
-    assert!(
-        t.app_write_bytes >= 4 * MIB,
-        "no write finished in 1 s: {t:?}"
-    );
+    assert!(t.app_write_bytes >= 4 * MIB, "no write finished in 1 s: {t:?}");
     assert!(t.osc_write_bytes > 0);
 }
 
@@ -669,26 +536,14 @@ fn synchronous_writes_carry_every_page() {
     let sc = Scenario::new()
         .duration_ns(2 * SEC)
         .tunable("osc.max_pages_per_rpc", "1")
-        .job(
-            Job::new("filebench.seqwrite", 12 * KIB)
-                .filesize(BIG_FILE)
-                .stop_ns(100 * MS),
-        );
+        .job(Job::new("filebench.seqwrite", 12 * KIB).filesize(BIG_FILE).stop_ns(100 * MS));
     let mut sim = sc.build();
     sim.set_everywhere("osc.max_dirty_mb", "0").unwrap();
     sim.run_until(2 * SEC);
     let t = sim.totals();
     assert!(t.app_write_bytes > 0);
-    assert!(
-        sim.oscs
-            .iter()
-            .all(|o| o.dirty_pages == 0 && o.w_in_flight == 0),
-        "synchronous writes left dirty pages"
-    );
-    assert_eq!(
-        t.app_write_bytes, t.osc_write_bytes,
-        "bytes written != bytes carried by write RPCs"
-    );
+    assert!(sim.oscs.iter().all(|o| o.dirty_pages == 0 && o.w_in_flight == 0), "synchronous writes left dirty pages");
+    assert_eq!(t.app_write_bytes, t.osc_write_bytes, "bytes written != bytes carried by write RPCs");
 }
 
 /// Reads and writes on one OSC share max_rpcs_in_flight + 1: a reader and a writer of one file
@@ -719,10 +574,7 @@ fn mixed_readers_and_writers_stay_within_max_plus_one() {
             }
             for o in &sim.oscs {
                 let most = o.stats.get(OscCtr::ReqActive).max;
-                assert!(
-                    most <= mrif as i64 + 1,
-                    "{w}: {most} RPCs in flight at one send, max_rpcs_in_flight {mrif}"
-                );
+                assert!(most <= mrif as i64 + 1, "{w}: {most} RPCs in flight at one send, max_rpcs_in_flight {mrif}");
             }
         }
     }
@@ -732,31 +584,11 @@ fn mixed_readers_and_writers_stay_within_max_plus_one() {
 /// calls back the other client's lock, and every request is granted in the end.
 #[test]
 fn ior_on_a_file_shared_by_two_clients_finishes() {
-    let ior = Ior {
-        processes: 2,
-        transfer: 4 * KIB,
-        block: 4 * KIB,
-        segments: 1,
-        file_per_process: false,
-        random: false,
-        fsync: true,
-    };
-    let sc = Scenario::new()
-        .clients(2)
-        .duration_ns(2 * SEC)
-        .job(Job::ior(ior).clients(&[0, 1]).stop_ns(100 * MS));
+    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 4 * KIB, segments: 1, file_per_process: false, random: false, fsync: true };
+    let sc = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1]).stop_ns(100 * MS));
     let sim = sc.run();
-    let stuck: Vec<usize> = (0..sim.threads.len())
-        .filter(|&i| !sim.threads[i].done)
-        .collect();
-    assert!(
-        stuck.is_empty(),
-        "ranks {stuck:?} never finished: {:?}",
-        sim.threads
-            .iter()
-            .map(|t| t.op.as_ref().map(|o| o.state))
-            .collect::<Vec<_>>()
-    );
+    let stuck: Vec<usize> = (0..sim.threads.len()).filter(|&i| !sim.threads[i].done).collect();
+    assert!(stuck.is_empty(), "ranks {stuck:?} never finished: {:?}", sim.threads.iter().map(|t| t.op.as_ref().map(|o| o.state)).collect::<Vec<_>>());
     let t = sim.totals();
     assert_eq!(t.app_write_bytes, t.osc_write_bytes);
 }
@@ -766,15 +598,7 @@ fn ior_on_a_file_shared_by_two_clients_finishes() {
 /// must not wait for some unrelated write to finish (here: the flusher, 30 s later).
 #[test]
 fn a_lock_with_nothing_dirty_under_it_is_cancelled_at_once() {
-    let ior = Ior {
-        processes: 2,
-        transfer: 4 * KIB,
-        block: 12 * KIB,
-        segments: 4,
-        file_per_process: false,
-        random: false,
-        fsync: true,
-    };
+    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 12 * KIB, segments: 4, file_per_process: false, random: false, fsync: true };
     let stop = 551 * MS;
     let sc = Scenario::new()
         .seed(124794932579575)
@@ -784,22 +608,10 @@ fn a_lock_with_nothing_dirty_under_it_is_cancelled_at_once() {
         .tunable("osc.max_rpcs_in_flight", "1")
         .tunable("llite.max_read_ahead_mb", "64")
         .tunable("llite.max_read_ahead_per_file_mb", "16")
-        .job(
-            Job::ior(ior)
-                .clients(&[0, 1])
-                .stripes(2, 64 * KIB)
-                .stop_ns(stop),
-        );
+        .job(Job::ior(ior).clients(&[0, 1]).stripes(2, 64 * KIB).stop_ns(stop));
     let mut sim = sc.build();
     sim.set_everywhere("osc.max_dirty_mb", "108").unwrap();
     sim.run_until(stop + SEC);
-    let states: Vec<_> = sim
-        .threads
-        .iter()
-        .map(|t| t.op.as_ref().map(|o| o.state))
-        .collect();
-    assert!(
-        sim.threads.iter().all(|t| t.done),
-        "1 s after the stop, ranks still wait: {states:?}"
-    );
+    let states: Vec<_> = sim.threads.iter().map(|t| t.op.as_ref().map(|o| o.state)).collect();
+    assert!(sim.threads.iter().all(|t| t.done), "1 s after the stop, ranks still wait: {states:?}");
 }

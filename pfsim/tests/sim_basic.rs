@@ -6,8 +6,7 @@ use common::scenario;
 use pfsim::{Config, Sim, Totals};
 
 fn run(workload: &str, iosize: u64, mppr: u32, mrif: u32) -> (Sim, Totals) {
-    let mut sim =
-        Sim::new(Config::from_json(&scenario(workload, iosize, mppr, mrif, 1)).unwrap()).unwrap();
+    let mut sim = Sim::new(Config::from_json(&scenario(workload, iosize, mppr, mrif, 1)).unwrap()).unwrap();
     // half a second of the one-second scenario
     sim.run_until(500_000_000);
     sim.check_invariants().unwrap();
@@ -21,24 +20,12 @@ fn seqread_throughput_grows_with_rpc_size_and_concurrency() {
     let (_, small) = run("filebench.seqread", 1 << 20, 1, 1);
     let (_, large) = run("filebench.seqread", 1 << 20, 1024, 8);
     assert!(small.app_read_bytes > 0);
-    assert!(
-        large.app_read_bytes > 5 * small.app_read_bytes,
-        "1024x8 {large:?} vs 1x1 {small:?}"
-    );
+    assert!(large.app_read_bytes > 5 * small.app_read_bytes, "1024x8 {large:?} vs 1x1 {small:?}");
     // fewer, larger RPCs: far fewer events for more data
-    assert!(
-        large.events * 5 < small.events,
-        "{} vs {} events",
-        large.events,
-        small.events
-    );
+    assert!(large.events * 5 < small.events, "{} vs {} events", large.events, small.events);
     for t in [small, large] {
         // a sequential reader gets what it asked for, plus at most its read-ahead window
-        assert!(
-            t.osc_read_bytes >= t.app_read_bytes
-                && t.osc_read_bytes <= t.app_read_bytes + (256 << 20),
-            "{t:?}"
-        );
+        assert!(t.osc_read_bytes >= t.app_read_bytes && t.osc_read_bytes <= t.app_read_bytes + (256 << 20), "{t:?}");
         assert_eq!(t.osc_write_bytes + t.app_write_bytes, 0);
     }
 }
@@ -50,30 +37,15 @@ fn seqwrite_is_absorbed_by_the_cache() {
     let (_, small) = run("filebench.seqwrite", 16 << 20, 1, 1);
     let (large_sim, large) = run("filebench.seqwrite", 16 << 20, 1024, 8);
     let ratio = small.app_write_bytes as f64 / large.app_write_bytes as f64;
-    assert!(
-        (0.9..=1.1).contains(&ratio),
-        "app rate should not depend on RPCs: {small:?} {large:?}"
-    );
-    assert!(
-        large.osc_write_bytes > 3 * small.osc_write_bytes,
-        "{large:?} vs {small:?}"
-    );
+    assert!((0.9..=1.1).contains(&ratio), "app rate should not depend on RPCs: {small:?} {large:?}");
+    assert!(large.osc_write_bytes > 3 * small.osc_write_bytes, "{large:?} vs {small:?}");
     for t in [small, large] {
-        assert!(
-            t.osc_write_bytes > 0 && t.osc_write_bytes < t.app_write_bytes,
-            "{t:?}"
-        );
+        assert!(t.osc_write_bytes > 0 && t.osc_write_bytes < t.app_write_bytes, "{t:?}");
     }
     // what has not been carried yet is dirty in the cache (or partly written, in flight)
     let dirty: u64 = large_sim.oscs.iter().map(|o| o.dirty_pages * 4096).sum();
-    assert!(
-        large.osc_write_bytes + dirty >= large.app_write_bytes,
-        "{large:?} + {dirty} dirty"
-    );
-    assert!(
-        large.osc_write_bytes + dirty <= large.app_write_bytes + (16 << 20),
-        "{large:?} + {dirty} dirty"
-    );
+    assert!(large.osc_write_bytes + dirty >= large.app_write_bytes, "{large:?} + {dirty} dirty");
+    assert!(large.osc_write_bytes + dirty <= large.app_write_bytes + (16 << 20), "{large:?} + {dirty} dirty");
 }
 
 /// Random 8 KiB reads have no read-ahead: the RPCs carry what the application read, no more
@@ -83,9 +55,6 @@ fn random_small_reads_fetch_what_is_read() {
     for (m, r) in [(1, 1), (1024, 8)] {
         let (_, t) = run("filebench.randomread", 8192, m, r);
         assert!(t.app_read_bytes > 0);
-        assert!(
-            t.osc_read_bytes >= t.app_read_bytes && t.osc_read_bytes <= t.app_read_bytes + 8192,
-            "({m},{r}) {t:?}"
-        );
+        assert!(t.osc_read_bytes >= t.app_read_bytes && t.osc_read_bytes <= t.app_read_bytes + 8192, "({m},{r}) {t:?}");
     }
 }

@@ -39,8 +39,7 @@ fn full_name(sim: &Sim, short: &str) -> String {
 }
 
 fn get(sim: &Sim, short: &str) -> String {
-    sim.get_param(0, &full_name(sim, short))
-        .unwrap_or_else(|e| panic!("get {short}: errno {e}"))
+    sim.get_param(0, &full_name(sim, short)).unwrap_or_else(|e| panic!("get {short}: errno {e}"))
 }
 
 fn set(sim: &mut Sim, short: &str, value: &str) -> Result<(), i32> {
@@ -86,22 +85,8 @@ const PARAMS: &[Param] = &[
     Param {
         name: "osc.max_rpcs_in_flight",
         // kstrtouint(buf, 0): hex, octal, '+', echo's newline
-        good: &[
-            ("1", "1"),
-            ("256", "256"),
-            ("0x10", "16"),
-            ("010", "8"),
-            ("+5", "5"),
-            ("32\n", "32"),
-        ],
-        bad: &[
-            ("0", ERANGE),
-            ("257", ERANGE),
-            ("abc", EINVAL),
-            ("-1", EINVAL),
-            ("", EINVAL),
-            ("4294967296", ERANGE),
-        ],
+        good: &[("1", "1"), ("256", "256"), ("0x10", "16"), ("010", "8"), ("+5", "5"), ("32\n", "32")],
+        bad: &[("0", ERANGE), ("257", ERANGE), ("abc", EINVAL), ("-1", EINVAL), ("", EINVAL), ("4294967296", ERANGE)],
     },
     Param {
         name: "osc.max_pages_per_rpc",
@@ -133,48 +118,21 @@ const PARAMS: &[Param] = &[
         name: "osc.max_dirty_mb",
         // 0 is accepted (every write then goes out synchronously)
         good: &[("0", "0"), ("1", "1"), ("512", "512"), ("2047", "2047")],
-        bad: &[
-            ("2048", ERANGE),
-            ("abc", EINVAL),
-            ("1M", EINVAL),
-            ("-1", EINVAL),
-        ],
+        bad: &[("2048", ERANGE), ("abc", EINVAL), ("1M", EINVAL), ("-1", EINVAL)],
     },
     Param {
         name: "osc.short_io_bytes",
-        good: &[
-            ("0", "0"),
-            ("64", "64"),
-            ("4096", "4096"),
-            ("16K", "16384"),
-            ("-1", "16384"),
-        ],
-        bad: &[
-            ("63", ERANGE),
-            ("1048577", ERANGE),
-            ("2M", ERANGE),
-            ("abc", EINVAL),
-        ],
+        good: &[("0", "0"), ("64", "64"), ("4096", "4096"), ("16K", "16384"), ("-1", "16384")],
+        bad: &[("63", ERANGE), ("1048577", ERANGE), ("2M", ERANGE), ("abc", EINVAL)],
     },
     Param {
         name: "osc.checksums",
-        good: &[
-            ("0", "0"),
-            ("1", "1"),
-            ("off", "0"),
-            ("on", "1"),
-            ("n", "0"),
-            ("Y", "1"),
-        ],
+        good: &[("0", "0"), ("1", "1"), ("off", "0"), ("on", "1"), ("n", "0"), ("Y", "1")],
         bad: &[("maybe", EINVAL), ("2", EINVAL), ("", EINVAL)],
     },
     Param {
         name: "osc.checksum_type",
-        good: &[
-            ("adler", CKSUM_ADLER),
-            ("t10crc4K", CKSUM_T10),
-            ("crc32c", CKSUM_CRC32C),
-        ],
+        good: &[("adler", CKSUM_ADLER), ("t10crc4K", CKSUM_T10), ("crc32c", CKSUM_CRC32C)],
         bad: &[("md5", EINVAL), ("CRC32C", EINVAL), ("", EINVAL)],
     },
     Param {
@@ -201,19 +159,8 @@ const PARAMS: &[Param] = &[
     Param {
         name: "llite.max_read_ahead_mb",
         // MiB by default, rounded up to whole MiB; at most RAM/2 = 65536 MiB
-        good: &[
-            ("512", "512"),
-            ("1.5", "2"),
-            ("512K", "1"),
-            ("1G", "1024"),
-            ("65536", "65536"),
-            ("0", "0"),
-        ],
-        bad: &[
-            ("65537", ERANGE),
-            ("abc", EINVAL),
-            ("123456789012345678901", E2BIG),
-        ],
+        good: &[("512", "512"), ("1.5", "2"), ("512K", "1"), ("1G", "1024"), ("65536", "65536"), ("0", "0")],
+        bad: &[("65537", ERANGE), ("abc", EINVAL), ("123456789012345678901", E2BIG)],
     },
     Param {
         name: "llite.max_read_ahead_per_file_mb",
@@ -258,12 +205,7 @@ const PARAMS: &[Param] = &[
     Param {
         name: "llite.max_cached_mb",
         // "N", "NM" or "max_cached_mb: N", MiB by default; raised to at least 64 MiB; <= RAM
-        good: &[
-            ("4096", "4096"),
-            ("max_cached_mb: 8192", "8192"),
-            ("2G", "2048"),
-            ("10", "64"),
-        ],
+        good: &[("4096", "4096"), ("max_cached_mb: 8192", "8192"), ("2G", "2048"), ("10", "64")],
         bad: &[("131073", ERANGE), ("abc", EINVAL)],
     },
     // --- mdc
@@ -271,13 +213,7 @@ const PARAMS: &[Param] = &[
         name: "mdc.max_rpcs_in_flight",
         // kstrtouint(buf, 10); 2..512 for an MDC
         good: &[("2", "2"), ("512", "512"), ("16", "16")],
-        bad: &[
-            ("1", ERANGE),
-            ("0", ERANGE),
-            ("513", ERANGE),
-            ("abc", EINVAL),
-            ("0x10", EINVAL),
-        ],
+        bad: &[("1", ERANGE), ("0", ERANGE), ("513", ERANGE), ("abc", EINVAL), ("0x10", EINVAL)],
     },
     Param {
         name: "mdc.max_mod_rpcs_in_flight",
@@ -286,11 +222,7 @@ const PARAMS: &[Param] = &[
         bad: &[("0", ERANGE), ("8", ERANGE), ("abc", EINVAL)],
     },
     // --- the global /sys/fs/lustre/max_dirty_mb
-    Param {
-        name: "max_dirty_mb",
-        good: &[("1024", "1024"), ("64", "64")],
-        bad: &[("abc", EINVAL), ("1M", EINVAL)],
-    },
+    Param { name: "max_dirty_mb", good: &[("1024", "1024"), ("64", "64")], bad: &[("abc", EINVAL), ("1M", EINVAL)] },
 ];
 
 /// Writable files whose write is an action rather than a value; tested below.
@@ -330,12 +262,7 @@ fn good_values_are_accepted_and_read_back() {
     for p in PARAMS {
         let mut sim = idle();
         for &(input, shown) in p.good {
-            assert_eq!(
-                set(&mut sim, p.name, input),
-                Ok(()),
-                "{} = {input:?}",
-                p.name
-            );
+            assert_eq!(set(&mut sim, p.name, input), Ok(()), "{} = {input:?}", p.name);
             assert_eq!(value(&sim, p.name), shown, "{} = {input:?}", p.name);
         }
     }
@@ -346,27 +273,10 @@ fn bad_values_are_rejected_with_lustres_errno_and_change_nothing() {
     for p in PARAMS {
         for &(input, errno) in p.bad {
             let mut sim = idle();
-            let before: Vec<String> = sim
-                .list_params(0)
-                .iter()
-                .map(|f| sim.get_param(0, &f.name).unwrap())
-                .collect();
-            assert_eq!(
-                set(&mut sim, p.name, input),
-                Err(errno),
-                "{} = {input:?}",
-                p.name
-            );
-            let after: Vec<String> = sim
-                .list_params(0)
-                .iter()
-                .map(|f| sim.get_param(0, &f.name).unwrap())
-                .collect();
-            assert_eq!(
-                before, after,
-                "{} = {input:?} was rejected but changed something",
-                p.name
-            );
+            let before: Vec<String> = sim.list_params(0).iter().map(|f| sim.get_param(0, &f.name).unwrap()).collect();
+            assert_eq!(set(&mut sim, p.name, input), Err(errno), "{} = {input:?}", p.name);
+            let after: Vec<String> = sim.list_params(0).iter().map(|f| sim.get_param(0, &f.name).unwrap()).collect();
+            assert_eq!(before, after, "{} = {input:?} was rejected but changed something", p.name);
         }
     }
 }
@@ -375,36 +285,21 @@ fn bad_values_are_rejected_with_lustres_errno_and_change_nothing() {
 #[test]
 fn set_everywhere_reaches_every_device() {
     let mut sim = Scenario::new().clients(2).build();
-    sim.set_everywhere("osc.max_rpcs_in_flight", "0x20")
-        .unwrap();
+    sim.set_everywhere("osc.max_rpcs_in_flight", "0x20").unwrap();
     for c in 0..2 {
         for dev in osc_names(&sim, c) {
-            assert_eq!(
-                sim.get_param(c, &format!("osc.{dev}.max_rpcs_in_flight"))
-                    .unwrap(),
-                "32\n"
-            );
+            assert_eq!(sim.get_param(c, &format!("osc.{dev}.max_rpcs_in_flight")).unwrap(), "32\n");
         }
     }
-    assert_eq!(
-        sim.set_everywhere("osc.max_rpcs_in_flight", "257"),
-        Err(ERANGE)
-    );
+    assert_eq!(sim.set_everywhere("osc.max_rpcs_in_flight", "257"), Err(ERANGE));
     assert_eq!(sim.set_everywhere("nosuch.param", "1"), Err(ENOENT));
 }
 
 #[test]
 fn scenario_tunables_are_checked() {
-    let json = Scenario::new()
-        .tunable("osc.max_pages_per_rpc", "512K")
-        .json();
-    let err = Sim::new(pfsim::Config::from_json(&json).unwrap())
-        .err()
-        .expect("512K pages must be refused");
-    assert!(
-        err.contains("max_pages_per_rpc") && err.contains("Numerical result out of range"),
-        "{err}"
-    );
+    let json = Scenario::new().tunable("osc.max_pages_per_rpc", "512K").json();
+    let err = Sim::new(pfsim::Config::from_json(&json).unwrap()).err().expect("512K pages must be refused");
+    assert!(err.contains("max_pages_per_rpc") && err.contains("Numerical result out of range"), "{err}");
 }
 
 #[test]
@@ -454,11 +349,7 @@ fn defaults_are_lustres() {
 #[test]
 fn small_clients_default_max_rpcs_in_flight() {
     for (mib, rif) in [(128, "2"), (256, "3"), (512, "4"), (1024, "8")] {
-        assert_eq!(
-            value(&idle_with_ram(mib * MIB), "osc.max_rpcs_in_flight"),
-            rif,
-            "{mib} MiB client"
-        );
+        assert_eq!(value(&idle_with_ram(mib * MIB), "osc.max_rpcs_in_flight"), rif, "{mib} MiB client");
     }
 }
 
@@ -469,11 +360,7 @@ fn global_max_dirty_mb_range() {
     let mut sim = idle();
     assert_eq!(set(&mut sim, "max_dirty_mb", "4"), Ok(()));
     for bad in ["0", "3", "117965", "131072"] {
-        assert_eq!(
-            set(&mut sim, "max_dirty_mb", bad),
-            Err(EINVAL),
-            "max_dirty_mb = {bad}"
-        );
+        assert_eq!(set(&mut sim, "max_dirty_mb", bad), Err(EINVAL), "max_dirty_mb = {bad}");
     }
     assert_eq!(value(&sim, "max_dirty_mb"), "4");
 }
@@ -481,17 +368,9 @@ fn global_max_dirty_mb_range() {
 #[test]
 fn read_only_files_refuse_writes_with_eacces() {
     let mut sim = idle();
-    let read_only: Vec<String> = sim
-        .list_params(0)
-        .into_iter()
-        .filter(|p| !p.writable)
-        .map(|p| p.name)
-        .collect();
+    let read_only: Vec<String> = sim.list_params(0).into_iter().filter(|p| !p.writable).map(|p| p.name).collect();
     for short in ["osc.import", "osc.state", "osc.cur_dirty_bytes"] {
-        assert!(
-            read_only.contains(&full_name(&sim, short)),
-            "{short} should be read-only"
-        );
+        assert!(read_only.contains(&full_name(&sim, short)), "{short} should be read-only");
     }
     for name in &read_only {
         let before = sim.get_param(0, name).unwrap();
@@ -519,14 +398,8 @@ fn unknown_names_are_enoent() {
         assert_eq!(sim.set_param(0, &name, "1"), Err(ENOENT), "set {name:?}");
     }
     // a client that does not exist
-    assert_eq!(
-        sim.get_param(1, &format!("osc.{osc}.max_rpcs_in_flight")),
-        Err(ENOENT)
-    );
-    assert_eq!(
-        sim.set_param(1, &format!("osc.{osc}.max_rpcs_in_flight"), "8"),
-        Err(ENOENT)
-    );
+    assert_eq!(sim.get_param(1, &format!("osc.{osc}.max_rpcs_in_flight")), Err(ENOENT));
+    assert_eq!(sim.set_param(1, &format!("osc.{osc}.max_rpcs_in_flight"), "8"), Err(ENOENT));
 }
 
 // ------------------------------------------------------------------ couplings
@@ -536,34 +409,16 @@ fn unknown_names_are_enoent() {
 fn read_ahead_limits_are_checked_against_each_other() {
     let mut sim = idle();
     assert_eq!(set(&mut sim, "llite.max_read_ahead_mb", "64"), Ok(()));
-    assert_eq!(
-        set(&mut sim, "llite.max_read_ahead_per_file_mb", "65"),
-        Err(ERANGE)
-    );
-    assert_eq!(
-        set(&mut sim, "llite.max_read_ahead_per_file_mb", "16"),
-        Ok(())
-    );
-    assert_eq!(
-        set(&mut sim, "llite.max_read_ahead_whole_mb", "17"),
-        Err(ERANGE)
-    );
-    assert_eq!(
-        set(&mut sim, "llite.read_ahead_async_file_threshold_mb", "17"),
-        Err(ERANGE)
-    );
-    assert_eq!(
-        set(&mut sim, "llite.read_ahead_range_kb", "16388"),
-        Err(ERANGE)
-    );
+    assert_eq!(set(&mut sim, "llite.max_read_ahead_per_file_mb", "65"), Err(ERANGE));
+    assert_eq!(set(&mut sim, "llite.max_read_ahead_per_file_mb", "16"), Ok(()));
+    assert_eq!(set(&mut sim, "llite.max_read_ahead_whole_mb", "17"), Err(ERANGE));
+    assert_eq!(set(&mut sim, "llite.read_ahead_async_file_threshold_mb", "17"), Err(ERANGE));
+    assert_eq!(set(&mut sim, "llite.read_ahead_range_kb", "16388"), Err(ERANGE));
     assert_eq!(set(&mut sim, "llite.max_read_ahead_whole_mb", "16"), Ok(()));
     assert_eq!(set(&mut sim, "llite.read_ahead_range_kb", "16384"), Ok(()));
     assert_eq!(value(&sim, "llite.max_read_ahead_whole_mb"), "16");
     // max_read_ahead_mb bounds max_cached_mb's report of it
-    assert_eq!(
-        field(&get(&sim, "llite.max_cached_mb"), "max_read_ahead_mb"),
-        "64"
-    );
+    assert_eq!(field(&get(&sim, "llite.max_cached_mb"), "max_read_ahead_mb"), "64");
 }
 
 #[test]
@@ -571,16 +426,9 @@ fn mdc_max_rpcs_in_flight_pulls_max_mod_rpcs_down() {
     let mut sim = idle();
     assert_eq!(set(&mut sim, "mdc.max_rpcs_in_flight", "4"), Ok(()));
     assert_eq!(value(&sim, "mdc.max_mod_rpcs_in_flight"), "3");
-    assert_eq!(
-        set(&mut sim, "mdc.max_mod_rpcs_in_flight", "4"),
-        Err(ERANGE)
-    );
+    assert_eq!(set(&mut sim, "mdc.max_mod_rpcs_in_flight", "4"), Err(ERANGE));
     assert_eq!(set(&mut sim, "mdc.max_rpcs_in_flight", "16"), Ok(()));
-    assert_eq!(
-        value(&sim, "mdc.max_mod_rpcs_in_flight"),
-        "3",
-        "raising rif leaves max_mod alone"
-    );
+    assert_eq!(value(&sim, "mdc.max_mod_rpcs_in_flight"), "3", "raising rif leaves max_mod alone");
     assert_eq!(set(&mut sim, "mdc.max_mod_rpcs_in_flight", "15"), Ok(()));
 }
 
@@ -601,11 +449,7 @@ fn rpc_tunables_raise_max_dirty_mb() {
     assert_eq!(set(&mut small, "osc.max_rpcs_in_flight", "64"), Ok(()));
     assert_eq!(value(&small, "osc.max_dirty_mb"), "256", "64 x 4 MiB");
     assert_eq!(set(&mut small, "osc.max_rpcs_in_flight", "256"), Ok(()));
-    assert_eq!(
-        value(&small, "osc.max_dirty_mb"),
-        "512",
-        "256 x 4 MiB capped at RAM/8"
-    );
+    assert_eq!(value(&small, "osc.max_dirty_mb"), "512", "256 x 4 MiB capped at RAM/8");
     assert_eq!(set(&mut small, "osc.max_rpcs_in_flight", "8"), Ok(()));
     assert_eq!(set(&mut small, "osc.max_pages_per_rpc", "1"), Ok(()));
     assert_eq!(value(&small, "osc.max_dirty_mb"), "512", "never lowered");
@@ -658,11 +502,7 @@ fn busy(secs_ms: u64) -> Sim {
     let sc = Scenario::new()
         .duration_ns(secs_ms * MS)
         .job(Job::new("filebench.seqread", MIB).stripes(8, MIB))
-        .job(
-            Job::new("filebench.seqwrite", MIB)
-                .stripes(8, MIB)
-                .fsync(true),
-        );
+        .job(Job::new("filebench.seqwrite", MIB).stripes(8, MIB).fsync(true));
     let mut sim = sc.build();
     sim.run_until(200 * MS);
     sim
@@ -676,21 +516,13 @@ fn now_text(sim: &Sim) -> String {
 
 /// The `start_time` of a stats header, with (`rpc_stats`, `osc_stats`) or without a colon.
 fn header_start(text: &str) -> String {
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("start_time"))
-        .unwrap_or_else(|| panic!("no start_time in {text:?}"));
+    let line = text.lines().find(|l| l.starts_with("start_time")).unwrap_or_else(|| panic!("no start_time in {text:?}"));
     line.split_whitespace().nth(1).expect("time").to_string()
 }
 
 /// The OSC of client 0 that did the most reads.
 fn busiest_osc(sim: &Sim) -> (usize, String) {
-    let oi = sim.clients[0]
-        .oscs
-        .iter()
-        .map(|&o| o as usize)
-        .max_by_key(|&o| sim.oscs[o].osc_read_bytes)
-        .unwrap();
+    let oi = sim.clients[0].oscs.iter().map(|&o| o as usize).max_by_key(|&o| sim.oscs[o].osc_read_bytes).unwrap();
     (oi, sim.oscs[oi].name.clone())
 }
 
@@ -700,26 +532,12 @@ fn writing_stats_clears_the_counters() {
     let (_, dev) = busiest_osc(&sim);
     let name = format!("osc.{dev}.stats");
     let before = sim.get_param(0, &name).unwrap();
-    for counter in [
-        "req_waittime",
-        "req_active",
-        "read_bytes",
-        "write_bytes",
-        "ost_read",
-        "ost_write",
-    ] {
-        assert!(
-            stats_counter(&before, counter).is_some(),
-            "no {counter} in\n{before}"
-        );
+    for counter in ["req_waittime", "req_active", "read_bytes", "write_bytes", "ost_read", "ost_write"] {
+        assert!(stats_counter(&before, counter).is_some(), "no {counter} in\n{before}");
     }
     sim.set_param(0, &name, "clear").unwrap();
     let cleared = sim.get_param(0, &name).unwrap();
-    assert_eq!(
-        cleared.lines().count(),
-        3,
-        "only the header is left:\n{cleared}"
-    );
+    assert_eq!(cleared.lines().count(), 3, "only the header is left:\n{cleared}");
     assert_eq!(header_start(&cleared), now_text(&sim));
     // counting resumes from zero: read_bytes sums exactly the bytes of reads replied since
     let (oi, _) = busiest_osc(&sim);
@@ -727,29 +545,18 @@ fn writing_stats_clears_the_counters() {
     sim.run_until(300 * MS);
     let after = sim.get_param(0, &name).unwrap();
     let (_, sum_after) = stats_counter(&after, "read_bytes").expect("reads after the clear");
-    assert_eq!(
-        sum_after as u64,
-        sim.oscs[oi].osc_read_bytes - read_at_clear
-    );
+    assert_eq!(sum_after as u64, sim.oscs[oi].osc_read_bytes - read_at_clear);
     assert_eq!(header_start(&after), header_start(&cleared));
 
     // llite stats, read_ahead_stats and osc_stats the same way
     let llite = sim.llite_name(0);
-    for file in [
-        format!("llite.{llite}.stats"),
-        format!("llite.{llite}.read_ahead_stats"),
-        format!("osc.{dev}.osc_stats"),
-    ] {
+    for file in [format!("llite.{llite}.stats"), format!("llite.{llite}.read_ahead_stats"), format!("osc.{dev}.osc_stats")] {
         sim.run_until(sim.now + 10 * MS);
         sim.set_param(0, &file, "1").unwrap();
         let text = sim.get_param(0, &file).unwrap();
         assert_eq!(header_start(&text), now_text(&sim), "{file}");
         if !file.ends_with("osc_stats") {
-            assert_eq!(
-                text.lines().count(),
-                3,
-                "{file} still has counters:\n{text}"
-            );
+            assert_eq!(text.lines().count(), 3, "{file} still has counters:\n{text}");
         }
     }
 }
@@ -760,10 +567,7 @@ fn writing_rpc_stats_clears_the_histograms() {
     let (oi, dev) = busiest_osc(&sim);
     let name = format!("osc.{dev}.rpc_stats");
     let before = parse_rpc_stats(&sim.get_param(0, &name).unwrap());
-    assert_eq!(
-        before.start_time, "0.000000000",
-        "never cleared: cl_stats_init is 0"
-    );
+    assert_eq!(before.start_time, "0.000000000", "never cleared: cl_stats_init is 0");
     assert!(row_sums(before.pages_per_rpc()).0 > 0);
     sim.set_param(0, &name, "0").unwrap();
     let cleared = parse_rpc_stats(&sim.get_param(0, &name).unwrap());
@@ -774,10 +578,7 @@ fn writing_rpc_stats_clears_the_histograms() {
     }
     // the instantaneous lines are not cleared
     let o = &sim.oscs[oi];
-    assert_eq!(
-        (cleared.read_in_flight, cleared.write_in_flight),
-        (o.r_in_flight as u64, o.w_in_flight as u64)
-    );
+    assert_eq!((cleared.read_in_flight, cleared.write_in_flight), (o.r_in_flight as u64, o.w_in_flight as u64));
     // afterwards the rows count exactly the RPCs sent since the clear
     let sent = |sim: &Sim| {
         let o = &sim.oscs[oi];
@@ -813,64 +614,35 @@ fn max_pages_per_rpc_change_applies_to_new_read_rpcs() {
     sim.run_until(200 * MS);
     let (_, dev) = busiest_osc(&sim);
     let name = format!("osc.{dev}.rpc_stats");
-    let rows = |sim: &Sim| {
-        parse_rpc_stats(&sim.get_param(0, &name).unwrap())
-            .pages_per_rpc()
-            .to_vec()
-    };
-    let reads_of =
-        |rows: &[HistRow], label: i64| rows.iter().find(|r| r.label == label).map_or(0, |r| r.read);
+    let rows = |sim: &Sim| parse_rpc_stats(&sim.get_param(0, &name).unwrap()).pages_per_rpc().to_vec();
+    let reads_of = |rows: &[HistRow], label: i64| rows.iter().find(|r| r.label == label).map_or(0, |r| r.read);
     let before = rows(&sim);
-    assert!(
-        reads_of(&before, 1024) > 0,
-        "1024-page read RPCs expected: {before:?}"
-    );
+    assert!(reads_of(&before, 1024) > 0, "1024-page read RPCs expected: {before:?}");
     assert_eq!(reads_of(&before, 16), 0);
 
     sim.set_everywhere("osc.max_pages_per_rpc", "16").unwrap();
     sim.run_until(400 * MS);
     let after = rows(&sim);
-    assert!(
-        reads_of(&after, 16) > 10,
-        "no 16-page RPCs after the change: {after:?}"
-    );
+    assert!(reads_of(&after, 16) > 10, "no 16-page RPCs after the change: {after:?}");
 
     // once what was queued before the change has gone, no read RPC is larger than 16 pages
     sim.set_param(0, &name, "clear").unwrap();
     sim.run_until(600 * MS);
     let later = rows(&sim);
     assert!(reads_of(&later, 16) > 0);
-    assert!(
-        later.iter().all(|r| r.label <= 16 || r.read == 0),
-        "{later:?}"
-    );
+    assert!(later.iter().all(|r| r.label <= 16 || r.read == 0), "{later:?}");
 }
 
 /// The same for writes: extents made after the change are at most 16 pages.
 #[test]
 fn max_pages_per_rpc_change_applies_to_new_write_rpcs() {
-    let sc = Scenario::new()
-        .duration_ns(SEC)
-        .job(Job::new("filebench.seqwrite", MIB).filesize(4 * GIB));
+    let sc = Scenario::new().duration_ns(SEC).job(Job::new("filebench.seqwrite", MIB).filesize(4 * GIB));
     let mut sim = sc.build();
     sim.run_until(200 * MS);
-    let oi = sim.clients[0]
-        .oscs
-        .iter()
-        .map(|&o| o as usize)
-        .max_by_key(|&o| sim.oscs[o].osc_write_bytes)
-        .unwrap();
+    let oi = sim.clients[0].oscs.iter().map(|&o| o as usize).max_by_key(|&o| sim.oscs[o].osc_write_bytes).unwrap();
     let name = format!("osc.{}.rpc_stats", sim.oscs[oi].name);
-    let rows = |sim: &Sim| {
-        parse_rpc_stats(&sim.get_param(0, &name).unwrap())
-            .pages_per_rpc()
-            .to_vec()
-    };
-    let writes_of = |rows: &[HistRow], label: i64| {
-        rows.iter()
-            .find(|r| r.label == label)
-            .map_or(0, |r| r.write)
-    };
+    let rows = |sim: &Sim| parse_rpc_stats(&sim.get_param(0, &name).unwrap()).pages_per_rpc().to_vec();
+    let writes_of = |rows: &[HistRow], label: i64| rows.iter().find(|r| r.label == label).map_or(0, |r| r.write);
     assert!(writes_of(&rows(&sim), 1024) > 0, "{:?}", rows(&sim));
     sim.set_everywhere("osc.max_pages_per_rpc", "16").unwrap();
     sim.run_until(400 * MS);
@@ -878,10 +650,7 @@ fn max_pages_per_rpc_change_applies_to_new_write_rpcs() {
     sim.run_until(600 * MS);
     let later = rows(&sim);
     assert!(writes_of(&later, 16) > 0, "{later:?}");
-    assert!(
-        later.iter().all(|r| r.label <= 16 || r.write == 0),
-        "{later:?}"
-    );
+    assert!(later.iter().all(|r| r.label <= 16 || r.write == 0), "{later:?}");
 }
 
 /// Lowering max_rpcs_in_flight bounds RPCs sent afterwards; raising it lets more out at once.
@@ -896,27 +665,14 @@ fn max_rpcs_in_flight_change_applies_to_new_rpcs() {
     sim.run_until(100 * MS);
     let (oi, dev) = busiest_osc(&sim);
     let most_in_flight = |sim: &Sim| sim.oscs[oi].stats.get(OscCtr::ReqActive).max;
-    assert!(
-        most_in_flight(&sim) > 8,
-        "the reader should use more than 8 RPCs in flight"
-    );
-    sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "2")
-        .unwrap();
+    assert!(most_in_flight(&sim) > 8, "the reader should use more than 8 RPCs in flight");
+    sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "2").unwrap();
     sim.run_until(200 * MS);
-    sim.set_param(0, &format!("osc.{dev}.stats"), "clear")
-        .unwrap();
+    sim.set_param(0, &format!("osc.{dev}.stats"), "clear").unwrap();
     sim.run_until(400 * MS);
     assert!(sim.oscs[oi].stats.get(OscCtr::ReadBytes).count > 0);
-    assert!(
-        most_in_flight(&sim) <= 3,
-        "max_rpcs_in_flight 2 allows 3 in flight, saw {}",
-        most_in_flight(&sim)
-    );
-    sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "32")
-        .unwrap();
+    assert!(most_in_flight(&sim) <= 3, "max_rpcs_in_flight 2 allows 3 in flight, saw {}", most_in_flight(&sim));
+    sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "32").unwrap();
     sim.run_until(600 * MS);
-    assert!(
-        most_in_flight(&sim) > 3,
-        "raising the limit should let more RPCs out"
-    );
+    assert!(most_in_flight(&sim) > 3, "raising the limit should let more RPCs out");
 }

@@ -70,10 +70,7 @@ impl Job {
 
     /// An IOR job: `processes` ranks, write phase then read phase.
     pub fn ior(ior: Ior) -> Job {
-        Job {
-            ior: Some(ior),
-            ..Job::new("ior", 0)
-        }
+        Job { ior: Some(ior), ..Job::new("ior", 0) }
     }
 
     pub fn clients(mut self, c: &[usize]) -> Job {
@@ -227,17 +224,9 @@ impl Scenario {
     }
 
     pub fn json(&self) -> String {
-        let tunables: serde_json::Map<String, Value> = self
-            .tunables
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
-        let jobs: Vec<Value> = self
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| j.to_json(i, self.duration_ns))
-            .collect();
+        let tunables: serde_json::Map<String, Value> =
+            self.tunables.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+        let jobs: Vec<Value> = self.jobs.iter().enumerate().map(|(i, j)| j.to_json(i, self.duration_ns)).collect();
         let mut out = json!({
             "name": "t",
             "seed": self.seed,
@@ -306,11 +295,7 @@ pub fn sim_from_json(json: &str) -> Sim {
 
 /// lctl names of every OSC device of `client`.
 pub fn osc_names(sim: &Sim, client: usize) -> Vec<String> {
-    sim.clients[client]
-        .oscs
-        .iter()
-        .map(|&o| sim.oscs[o as usize].name.clone())
-        .collect()
+    sim.clients[client].oscs.iter().map(|&o| sim.oscs[o as usize].name.clone()).collect()
 }
 
 /// One row of an rpc_stats histogram section: label, read count, write count.
@@ -335,12 +320,7 @@ pub struct RpcStats {
 
 impl RpcStats {
     pub fn section(&self, title: &str) -> &[HistRow] {
-        &self
-            .sections
-            .iter()
-            .find(|(t, _)| t == title)
-            .unwrap_or_else(|| panic!("no section {title}"))
-            .1
+        &self.sections.iter().find(|(t, _)| t == title).unwrap_or_else(|| panic!("no section {title}")).1
     }
     pub fn pages_per_rpc(&self) -> &[HistRow] {
         self.section("pages per rpc")
@@ -355,38 +335,27 @@ impl RpcStats {
 
 /// Sum of the read and of the write column of a section.
 pub fn row_sums(rows: &[HistRow]) -> (u64, u64) {
-    rows.iter()
-        .fold((0, 0), |(r, w), x| (r + x.read, w + x.write))
+    rows.iter().fold((0, 0), |(r, w), x| (r + x.read, w + x.write))
 }
 
 fn header_value(line: &str) -> &str {
-    line.split_once(':')
-        .map(|(_, v)| v.trim())
-        .unwrap_or_else(|| panic!("no colon in {line:?}"))
+    line.split_once(':').map(|(_, v)| v.trim()).unwrap_or_else(|| panic!("no colon in {line:?}"))
 }
 
 /// Parse `osc.*.rpc_stats`, checking the shape of every line on the way (panics on a surprise).
 pub fn parse_rpc_stats(text: &str) -> RpcStats {
     let mut out = RpcStats::default();
     let mut lines = text.lines();
-    let mut next = |what: &str| {
-        lines
-            .next()
-            .unwrap_or_else(|| panic!("rpc_stats ends before {what}:\n{text}"))
-    };
+    let mut next = |what: &str| lines.next().unwrap_or_else(|| panic!("rpc_stats ends before {what}:\n{text}"));
     assert!(next("snapshot_time").starts_with("snapshot_time:"));
     let start = next("start_time");
     assert!(start.starts_with("start_time:"), "{start:?}");
-    out.start_time = header_value(start)
-        .trim_end_matches(" secs.nsecs")
-        .to_string();
+    out.start_time = header_value(start).trim_end_matches(" secs.nsecs").to_string();
     assert!(next("elapsed_time").starts_with("elapsed_time:"));
     let mut scalar = |prefix: &str| {
         let l = next(prefix);
         assert!(l.starts_with(prefix), "expected {prefix:?}, got {l:?}");
-        header_value(l)
-            .parse::<u64>()
-            .unwrap_or_else(|_| panic!("bad number in {l:?}"))
+        header_value(l).parse::<u64>().unwrap_or_else(|_| panic!("bad number in {l:?}"))
     };
     out.read_in_flight = scalar("read RPCs in flight:");
     out.write_in_flight = scalar("write RPCs in flight:");
@@ -396,37 +365,18 @@ pub fn parse_rpc_stats(text: &str) -> RpcStats {
     let mut i = 0;
     while i < rest.len() {
         assert_eq!(rest[i], "", "blank line before a section expected:\n{text}");
-        assert_eq!(
-            rest[i + 1],
-            "\t\t\tread\t\t\twrite",
-            "section header:\n{text}"
-        );
+        assert_eq!(rest[i + 1], "\t\t\tread\t\t\twrite", "section header:\n{text}");
         let title_line = rest[i + 2];
         let (title, tail) = title_line.split_at(22);
-        assert_eq!(
-            tail, "rpcs   % cum % |       rpcs   % cum %",
-            "title line {title_line:?}"
-        );
+        assert_eq!(tail, "rpcs   % cum % |       rpcs   % cum %", "title line {title_line:?}");
         let mut rows = Vec::new();
         i += 3;
         while i < rest.len() && !rest[i].is_empty() {
             let l = rest[i];
             let (label, counts) = l.split_once(":\t\t").unwrap_or_else(|| panic!("row {l:?}"));
-            let (r, w) = counts
-                .split_once("   | ")
-                .unwrap_or_else(|| panic!("row {l:?}"));
-            let first = |s: &str| -> u64 {
-                s.split_whitespace()
-                    .next()
-                    .expect("count")
-                    .parse()
-                    .expect("number")
-            };
-            rows.push(HistRow {
-                label: label.parse().expect("label"),
-                read: first(r),
-                write: first(w),
-            });
+            let (r, w) = counts.split_once("   | ").unwrap_or_else(|| panic!("row {l:?}"));
+            let first = |s: &str| -> u64 { s.split_whitespace().next().expect("count").parse().expect("number") };
+            rows.push(HistRow { label: label.parse().expect("label"), read: first(r), write: first(w) });
             i += 1;
         }
         out.sections.push((title.trim_end().to_string(), rows));
