@@ -37,6 +37,9 @@ pub struct Device {
     write_ns_per_byte: f64,
     read_access_ns: u64,
     write_access_ns: u64,
+    /// Service time of a whole stripe unit (read, write): most pieces are one, and `ceil` is a
+    /// library call on baseline x86-64.
+    unit_ns: [u64; 2],
     penalty_ns: u64,
     recent_ends: [(u64, u64); 16],
     recent_pos: usize,
@@ -47,13 +50,16 @@ impl Device {
     /// `read_bw`/`write_bw` are the whole device's bandwidths, bytes per second.
     pub fn new(channels: usize, stripe: u64, read_bw: f64, write_bw: f64, access: (u64, u64), penalty_ns: u64) -> Device {
         let n = channels.max(1) as f64;
+        let stripe = stripe.max(4096);
+        let (read_ns_per_byte, write_ns_per_byte) = (1e9 * n / read_bw, 1e9 * n / write_bw);
         Device {
             channels: vec![0; channels.max(1)],
-            stripe: stripe.max(4096),
-            read_ns_per_byte: 1e9 * n / read_bw,
-            write_ns_per_byte: 1e9 * n / write_bw,
+            stripe,
+            read_ns_per_byte,
+            write_ns_per_byte,
             read_access_ns: access.0,
             write_access_ns: access.1,
+            unit_ns: [piece_ns(stripe, read_ns_per_byte), piece_ns(stripe, write_ns_per_byte)],
             penalty_ns,
             recent_ends: [(u64::MAX, u64::MAX); 16],
             recent_pos: 0,
@@ -82,18 +88,19 @@ impl Device {
             if write { (self.write_ns_per_byte, self.write_access_ns) } else { (self.read_ns_per_byte, self.read_access_ns) };
         let lba = self.lba(obj, start);
         let n = self.channels.len() as u64;
+        let unit_ns = self.unit_ns[usize::from(write)];
         let mut pos = lba;
         let end = lba + len.max(1);
         let mut done = now;
         let mut first = true;
+        let mut unit = pos / self.stripe;
         while pos < end {
-            let piece_end = (pos / self.stripe + 1) * self.stripe;
+            let piece_end = (unit + 1) * self.stripe;
             let piece = piece_end.min(end) - pos;
             // the FTL places stripe units on channels in no simple order: hash the unit number,
             // so concurrent requests collide on channels at random, even sequential ones
-            let unit = pos / self.stripe;
             let ch = ((unit.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 29) % n) as usize;
-            let mut t = (piece as f64 * per_byte).ceil() as u64;
+            let mut t = if piece == self.stripe { unit_ns } else { piece_ns(piece, per_byte) };
             if first && !sequential {
                 t += self.penalty_ns;
             }
@@ -103,9 +110,15 @@ impl Device {
             self.busy_ns += t;
             done = done.max(begin + t);
             pos += piece;
+            unit += 1;
         }
         done
     }
+}
+
+/// Service time of `bytes` at `ns_per_byte`, rounded up to whole nanoseconds.
+fn piece_ns(bytes: u64, ns_per_byte: f64) -> u64 {
+    (bytes as f64 * ns_per_byte).ceil() as u64
 }
 
 /// The block layer's I/O scheduler in front of each OST device (`ost_scheduler`).
