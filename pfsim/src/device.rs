@@ -121,15 +121,6 @@ fn piece_ns(bytes: u64, ns_per_byte: f64) -> u64 {
     (bytes as f64 * ns_per_byte).ceil() as u64
 }
 
-/// The block layer's I/O scheduler in front of each OST device (`ost_scheduler`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scheduler {
-    /// `none`: requests reach the device in the order they come (Linux's default for NVMe).
-    None,
-    /// `mq-deadline`: Linux's default for rotational disks, see [`Elevator`].
-    Deadline,
-}
-
 /// mq-deadline's defaults: `read_expire`, `write_expire`, `fifo_batch`, `writes_starved`.
 const READ_EXPIRE_NS: u64 = 500_000_000;
 const WRITE_EXPIRE_NS: u64 = 5_000_000_000;
@@ -172,8 +163,8 @@ pub struct Dispatch {
     pub issued: u64,
 }
 
-/// mq-deadline (Linux `block/mq-deadline.c`, `__dd_dispatch_request`) in front of a
-/// one-actuator device (a disk), with one request on the device at a time. While the disk is
+/// mq-deadline (Linux `block/mq-deadline.c`, `__dd_dispatch_request`; `ost_scheduler:
+/// mq-deadline`) in front of a one-actuator device (a disk), one request on the device at a time. While the disk is
 /// busy, requests wait here, sorted by block within each direction. When it frees:
 ///
 /// * a batch goes on in its direction while fewer than `fifo_batch` (16) requests have been

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crate::config::{Config, JobConfig};
-use crate::device::{transfer, Device, Elevator, Link, Request, Scheduler};
+use crate::device::{transfer, Device, Elevator, Link, Request};
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
@@ -51,8 +51,8 @@ pub struct Sim {
     pub threads: Vec<Thread>,
     pub oss: Vec<Oss>,
     pub devices: Vec<Device>,
-    /// The I/O scheduler of every OST device, and each one's elevator (mq-deadline only).
-    scheduler: Scheduler,
+    /// Each OST device's mq-deadline elevator; empty when requests go straight to the devices
+    /// (`ost_scheduler: none`).
     elevators: Vec<Elevator>,
     pub client_up: Vec<Link>,
     pub client_down: Vec<Link>,
@@ -110,7 +110,6 @@ impl Sim {
                     )
                 })
                 .collect(),
-            scheduler: if c.ost_scheduler == "mq-deadline" { Scheduler::Deadline } else { Scheduler::None },
             elevators: if c.ost_scheduler == "mq-deadline" {
                 (0..n_ost).map(|_| Elevator::default()).collect()
             } else {
@@ -1286,7 +1285,7 @@ impl Sim {
         let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
         rpc.phase = RpcPhase::Disk;
         let (obj, start, len, write) = (rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
-        if self.scheduler == Scheduler::None {
+        if self.elevators.is_empty() {
             let done = self.devices[ost].submit(self.now, obj, start, len, write);
             self.schedule(done, Ev::Rpc(id));
             return;
