@@ -194,6 +194,7 @@ impl Sim {
                     r_in_flight: 0,
                     w_in_flight: 0,
                     hp_in_flight: 0,
+                    read_turn: false,
                     other_in_flight: 0,
                     dirty_pages: 0,
                     pending_w_pages: 0,
@@ -997,7 +998,6 @@ impl Sim {
     /// osc_check_rpcs(): send what may be sent within the in-flight limit. Reads and writes
     /// share the limit, and a normal object may go one above it (max + 1).
     pub(crate) fn check_rpcs(&mut self, osc_i: u32) {
-        let mut read_turn = false;
         loop {
             let osc = &self.oscs[osc_i as usize];
             if !osc.active {
@@ -1011,14 +1011,16 @@ impl Sim {
                 }
                 return;
             }
-            // one RPC per pass, so the limit is checked before each; writes and reads take
-            // turns, as osc_check_rpcs() sends an object's write RPC and then its read RPC
-            let order = if read_turn { [false, true] } else { [true, false] };
-            let sent = order.into_iter().any(|write| if write { self.try_write_rpc(osc_i) } else { self.try_read_rpc(osc_i) });
-            if !sent {
+            // one RPC per pass, so the limit is checked before each. Reads and writes take turns
+            // across passes: osc_check_rpcs() balances them by sending an object's write RPC and
+            // then its read RPC. (It checks the limit once for the pair, which can reach max + 2;
+            // taking turns gives each direction the same share within max + 1.) Starting every
+            // pass with writes would starve a reader behind a writer that always has pages ready.
+            let order = if osc.read_turn { [false, true] } else { [true, false] };
+            let Some(wrote) = order.into_iter().find(|&write| if write { self.try_write_rpc(osc_i) } else { self.try_read_rpc(osc_i) }) else {
                 return;
-            }
-            read_turn = !read_turn;
+            };
+            self.oscs[osc_i as usize].read_turn = wrote;
         }
     }
 

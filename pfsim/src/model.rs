@@ -146,6 +146,8 @@ pub struct Osc {
     pub w_in_flight: u32,
     /// High-priority write RPCs in flight (lock callbacks), all objects.
     pub hp_in_flight: u32,
+    /// The next RPC goes to reads first when both directions have work (after a write RPC).
+    pub read_turn: bool,
     pub other_in_flight: u32,
     pub dirty_pages: u64,
     pub pending_w_pages: u64,

@@ -549,7 +549,8 @@ fn synchronous_writes_carry_every_page() {
 /// Reads and writes on one OSC share max_rpcs_in_flight + 1: a reader and a writer of one file
 /// (no other client, so no high-priority flushes) with small limits, checked for every RPC sent
 /// through `req_active` (in flight at send, this one included) and sampled every 100 us. (The
-/// simulator once sent a write and a read after one check, reaching max + 2.)
+/// simulator once sent a write and a read after one check, reaching max + 2; now they take
+/// turns, one RPC per check: `a_writer_with_pages_ready_does_not_starve_a_reader`.)
 #[test]
 fn mixed_readers_and_writers_stay_within_max_plus_one() {
     for w in ["filebench.seqrw", "filebench.randomrw"] {
