@@ -33,7 +33,6 @@ fn shared_file_writers_call_back_each_others_locks() {
         }
     }
     for client in 0..2 {
-        eprintln!("DBG {client} enq {} cancel {} {:?}", counter(&sim, client, OscCtr::LdlmExtentEnqueue), counter(&sim, client, OscCtr::LdlmCancel), sim.totals());
         assert!(counter(&sim, client, OscCtr::LdlmExtentEnqueue) > 1, "client {client} re-enqueues after losing its lock");
         assert!(counter(&sim, client, OscCtr::LdlmCancel) > 0, "client {client} cancels called-back locks");
     }
