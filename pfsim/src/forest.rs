@@ -303,67 +303,19 @@ mod tests {
 
     #[test]
     fn layouts_are_checked() {
+        // one leaf of 8 bits, one column: only the column list and the trees vary
+        let layout = |column: Vec<usize>, trees: Vec<Vec<NodeRecord>>| {
+            RowSplits::new(1, 8, 1, column, vec![-1; 8], vec![false; 8], vec![false; 8], vec![false; 8], vec![], trees, vec![1.0], 0.0)
+        };
         let tree = vec![vec![(2, 0, 0, 0)]];
-        let ok = RowSplits::new(
-            1,
-            8,
-            1,
-            vec![0; 8],
-            vec![-1; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![],
-            tree.clone(),
-            vec![1.0],
-            0.0,
-        );
+        let ok = layout(vec![0; 8], tree.clone());
         assert_eq!(ok.unwrap().open_leaves(&[3.0], 1).indices, vec![0]);
-        let short = RowSplits::new(
-            1,
-            8,
-            1,
-            vec![0; 7],
-            vec![-1; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![],
-            tree.clone(),
-            vec![1.0],
-            0.0,
-        );
+        let short = layout(vec![0; 7], tree.clone());
         assert!(short.is_err());
-        let beyond = RowSplits::new(
-            1,
-            8,
-            1,
-            vec![3; 8],
-            vec![-1; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![],
-            tree,
-            vec![1.0],
-            0.0,
-        );
+        let beyond = layout(vec![3; 8], tree);
         assert!(beyond.is_err());
         let dangling = vec![vec![(0, 0, 1, 5), (2, 0, 0, 0)]];
-        let bad = RowSplits::new(
-            1,
-            8,
-            1,
-            vec![0; 8],
-            vec![-1; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![false; 8],
-            vec![],
-            dangling,
-            vec![1.0],
-            0.0,
-        );
+        let bad = layout(vec![0; 8], dangling);
         assert!(bad.is_err());
     }
 }
