@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S
+
 CSV_FIELDS = (
     "scenario",
     "file",
@@ -86,7 +88,10 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
                 )
                 lines += [f"Best static configuration of each phase (seed {seed}, OSC MB/s): {per_phase}.", ""]
         if scenario["results"]:
-            note = "Convergence: seconds from each phase start until a 1 s window reaches 95% of the phase's best."
+            note = (
+                f"Convergence: seconds from each phase start until the {WINDOW_S:g} s mean reaches "
+                f"{CONVERGED:.0%} of the phase's best and holds there for the next {HOLD_S:g} s."
+            )
             lines += [note, ""]
         header = (
             "| tuner | MB/s | spread (std, min-max) | vs oracle | vs default | convergence (s) per phase | decide ms |"
