@@ -74,6 +74,67 @@ fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> boo
     held.client != client && held.start <= end && start <= held.end && (write || held.write)
 }
 
+/// The extent the OST grants for request `w` (pages of its object), as Lustre's
+/// `ldlm_extent_policy()` grows it:
+/// - up to the nearest conflicting granted lock of another client on each side (the client's
+///   own locks inside the new one merge into it rather than limit it);
+/// - on a busy object (more than 4 conflicting granted locks, or more than 4 such waiting
+///   requests) not downwards at all, since writers move forwards;
+/// - up to the nearest waiting request on each side that does not overlap this one;
+/// - with more than 32 conflicting locks, a write lock at most 32 MiB past its start
+///   (`LDLM_MAX_GROWN_EXTENT`);
+/// - then shrunk to the alignment of the request's own start and end.
+///
+/// `locks` are the object's granted locks, `waiters` every queued request (`w` not among them).
+fn grown_extent(w: &Waiter, locks: &[Lock], waiters: &[Waiter]) -> (u64, u64) {
+    const MAX_GROWN: u64 = (32 << 20) / PAGE;
+    let (mut lo, mut hi) = (0u64, u64::MAX);
+    let cap = |conflicting: usize, hi: u64| if conflicting > 32 && w.write { hi.min((w.start + MAX_GROWN - 1).max(w.end)) } else { hi };
+    let mut conflicting = 0;
+    for l in locks.iter().filter(|l| w.write || l.write) {
+        conflicting += 1;
+        if l.client == w.client {
+            continue;
+        }
+        if l.end < w.start {
+            lo = lo.max(l.end + 1);
+        } else if l.start > w.end {
+            hi = hi.min(l.start - 1);
+        }
+    }
+    if conflicting > 4 {
+        lo = w.start;
+    }
+    hi = cap(conflicting, hi);
+    let mut waiting = 0;
+    for e in waiters.iter().filter(|e| e.file == w.file && e.stripe == w.stripe) {
+        // compatible requests of other clients do not matter; the client's own always do
+        if !(w.write || e.write) && e.client != w.client {
+            continue;
+        }
+        waiting += 1;
+        if waiting > 4 {
+            lo = w.start;
+        }
+        // outside what is left to grant, or overlapping the request (a ping-pong either way)
+        if e.end < lo || e.start > hi || (e.start <= w.end && w.start <= e.end) {
+            continue;
+        }
+        if e.end < w.start {
+            lo = lo.max(e.end + 1);
+        } else {
+            hi = hi.min(e.start - 1);
+        }
+    }
+    hi = cap(waiting, hi);
+    // align to the request: the largest power of two (pages) dividing its start and its end + 1
+    let align = ((w.end + 1) | w.start).max(1);
+    let mask = (align & align.wrapping_neg()) - 1;
+    lo = (lo.wrapping_sub(1) | mask).wrapping_add(1);
+    hi = (hi.wrapping_add(1) & !mask).wrapping_sub(1);
+    (lo, hi)
+}
+
 impl Sim {
     /// Make sure the current op of `tid` holds locks over what it touches; returns false when the
     /// thread must wait (the grant or the callbacks will wake it).
@@ -170,7 +231,6 @@ impl Sim {
             }
             let blocking: Vec<Lock> = locks.iter().copied().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)).collect();
             for lock in blocking.into_iter().filter(|l| !l.cancelling) {
-                self.files[w.file as usize].contended[w.stripe] = true;
                 self.call_back(w.file, w.stripe, lock);
                 called_back += 1;
             }
@@ -249,34 +309,9 @@ impl Sim {
         cancelled
     }
 
-    /// Grant the largest extent around the request that no other client's lock, granted or
-    /// queued, conflicts with.
+    /// Grant the request, grown as the OST grows it ([`grown_extent`]).
     fn grant(&mut self, w: Waiter) {
-        let mut lo = 0u64;
-        let mut hi = u64::MAX;
-        let others = self.files[w.file as usize].locks[w.stripe]
-            .iter()
-            .filter(|l| l.client != w.client && (w.write || l.write))
-            .map(|l| (l.start, l.end))
-            .chain(
-                self.lock_waiters
-                    .iter()
-                    .filter(|e| e.file == w.file && e.stripe == w.stripe && e.client != w.client && (w.write || e.write))
-                    .map(|e| (e.start, e.end)),
-            );
-        for (start, end) in others {
-            if end < w.start {
-                lo = lo.max(end + 1);
-            } else if start > w.end {
-                hi = hi.min(start - 1);
-            }
-        }
-        // on a contended object the OST grows a lock by at most LDLM_MAX_GROWN_EXTENT (32 MiB)
-        if self.files[w.file as usize].contended[w.stripe] {
-            const MAX_GROWN: u64 = (32 << 20) / PAGE;
-            lo = lo.max(w.start.saturating_sub(MAX_GROWN));
-            hi = hi.min(w.end.saturating_add(MAX_GROWN));
-        }
+        let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], &self.lock_waiters);
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
         locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
@@ -321,5 +356,75 @@ impl Sim {
         };
         let cl = &mut self.clients[client];
         cl.cached_pages -= removed.min(cl.cached_pages);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = (1 << 20) / PAGE;
+
+    fn request(client: u32, start: u64, end: u64) -> Waiter {
+        Waiter { tid: 0, client, file: 0, stripe: 0, start, end, write: true, idle_at: u64::MAX }
+    }
+
+    fn lock(client: u32, start: u64, end: u64) -> Lock {
+        Lock { client, start, end, write: true, cancelling: false }
+    }
+
+    #[test]
+    fn a_lone_request_gets_the_whole_object() {
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &[], &[]), (0, u64::MAX));
+    }
+
+    #[test]
+    fn a_lock_grows_up_to_other_clients_locks_on_both_sides() {
+        let locks = [lock(1, 0, 2 * MIB - 1), lock(2, 10 * MIB, 11 * MIB - 1), lock(0, 6 * MIB, 7 * MIB - 1)];
+        // the client's own lock (6-7 MiB) does not limit it
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &locks, &[]), (2 * MIB, 10 * MIB - 1));
+    }
+
+    #[test]
+    fn on_a_busy_object_a_lock_does_not_grow_downwards() {
+        let mut locks: Vec<Lock> = (0..4).map(|i| lock(1 + i, i as u64 * MIB, (i as u64 + 1) * MIB - 1)).collect();
+        let req = request(0, 8 * MIB, 9 * MIB - 1);
+        assert_eq!(grown_extent(&req, &locks, &[]), (4 * MIB, u64::MAX), "4 conflicting locks: still grows down");
+        locks.push(lock(5, 20 * MIB, 21 * MIB - 1));
+        assert_eq!(grown_extent(&req, &locks, &[]), (8 * MIB, 20 * MIB - 1), "5: only upwards");
+    }
+
+    #[test]
+    fn with_more_than_32_conflicting_locks_a_write_lock_grows_32_mib_at_most() {
+        let locks: Vec<Lock> = (0..33).map(|i| lock(1 + i, i as u64 * MIB, (i as u64 + 1) * MIB - 1)).collect();
+        let req = request(0, 100 * MIB, 101 * MIB - 1);
+        assert_eq!(grown_extent(&req, &locks, &[]), (100 * MIB, 132 * MIB - 1));
+        let read = Waiter { write: false, ..req };
+        let write_locks: Vec<Lock> = locks.iter().map(|l| Lock { write: true, ..*l }).collect();
+        assert_eq!(grown_extent(&read, &write_locks, &[]).1, u64::MAX, "the cap is for write locks");
+    }
+
+    #[test]
+    fn waiting_requests_limit_growth_unless_they_overlap_the_request() {
+        let req = request(0, 8 * MIB, 9 * MIB - 1);
+        let below = request(1, 2 * MIB, 3 * MIB - 1);
+        let above = request(2, 12 * MIB, 13 * MIB - 1);
+        let overlapping = request(3, 8 * MIB, 8 * MIB + 15);
+        assert_eq!(grown_extent(&req, &[], &[below, above, overlapping]), (3 * MIB, 12 * MIB - 1));
+        // another client's compatible read request does not matter
+        let reading = Waiter { write: false, ..req };
+        let other_read = Waiter { write: false, ..above };
+        assert_eq!(grown_extent(&reading, &[], &[other_read]), (0, u64::MAX));
+        // the client's own waiting request does
+        assert_eq!(grown_extent(&reading, &[], &[Waiter { client: 0, ..other_read }]), (0, 12 * MIB - 1));
+    }
+
+    #[test]
+    fn the_grant_is_aligned_like_the_request() {
+        // a 1 MiB-aligned request next to a lock ending mid-MiB: the grant starts at the next MiB
+        let locks = [lock(1, 0, MIB + 9)];
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &locks, &[]), (2 * MIB, u64::MAX));
+        // a one-page request is aligned to a page only
+        assert_eq!(grown_extent(&request(0, 4 * MIB + 1, 4 * MIB + 1), &locks, &[]), (MIB + 10, u64::MAX));
     }
 }

@@ -258,7 +258,6 @@ impl Sim {
             writes_in_flight: vec![0; n],
             locks: vec![Vec::new(); stripe_count as usize],
             lock_changes: vec![0; stripe_count as usize],
-            contended: vec![false; stripe_count as usize],
         });
         (self.files.len() - 1) as u32
     }

@@ -234,8 +234,6 @@ pub struct File {
     /// Per stripe object: how many times its locks have changed (granted, called back,
     /// cancelled).
     pub lock_changes: Vec<u64>,
-    /// Per stripe object: has a lock conflict been seen (the OST then grows locks less).
-    pub contended: Vec<bool>,
 }
 
 impl File {

@@ -53,3 +53,17 @@ fn contention_costs_throughput() {
     let (shared, separate) = (run(false), run(true));
     assert!(shared < separate, "interleaved 1 MiB blocks of one shared object ({shared}) must be slower than a file each ({separate})");
 }
+
+#[test]
+fn ior_n1_writers_on_several_clients_all_make_progress() {
+    // IOR's segmented N-1 layout: neighbouring 32 MiB blocks of one striped file belong to
+    // processes on different clients, and each process writes its block forwards. The OST
+    // stops growing locks downwards on such a busy object, so a client's lock does not reach
+    // back into the block its neighbour is writing, and no client loses every lock it takes.
+    let ior = Ior { processes: 20, transfer: MIB, block: 256 * MIB, segments: 4, file_per_process: false, random: false, fsync: false };
+    let mut sim = Scenario::new().clients(5).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1, 2, 3, 4]).stripes(8, MIB)).build();
+    sim.run_until(2 * SEC);
+    let written: Vec<u64> = sim.clients.iter().map(|c| c.app_write_bytes).collect();
+    let (least, most) = (*written.iter().min().unwrap(), *written.iter().max().unwrap());
+    assert!(least * 3 >= most, "one client wrote {least} bytes, another {most}: {written:?}");
+}
