@@ -92,6 +92,9 @@ pub struct IorConfig {
     pub file_per_process: bool,
     pub random: bool,
     pub fsync: bool,
+    /// IOR's `-C` (reorderTasks): each rank reads back what a rank on another client wrote.
+    #[serde(default)]
+    pub reorder_tasks: bool,
 }
 
 /// h5bench_write (VPIC-IO) and h5bench_read (BDCATS-IO) parameters, resolved by Python.

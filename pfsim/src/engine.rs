@@ -269,11 +269,18 @@ impl Sim {
                 let ior = job.ior.as_ref().expect("checked");
                 let nproc = ior.processes.max(1);
                 let size = workload::ior_file_size(job, nproc);
-                let shared = (!ior.file_per_process).then(|| self.create_file(size, job.stripe_count, job.stripe_size));
+                let files: Vec<u32> = if ior.file_per_process {
+                    (0..nproc).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect()
+                } else {
+                    vec![self.create_file(size, job.stripe_count, job.stripe_size)]
+                };
                 for rank in 0..nproc {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;
-                    let file = shared.unwrap_or_else(|| self.create_file(size, job.stripe_count, job.stripe_size));
-                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, vec![file], job);
+                    let own = files[rank as usize % files.len()];
+                    // with reorder_tasks a rank of a file-per-process job reads another rank's file
+                    let read = files[workload::ior_read_owner(job, rank, nproc) as usize % files.len()];
+                    let mine = if read == own { vec![own] } else { vec![own, read] };
+                    self.add_thread(client, ji as u32, Role::Ior { rank, nproc }, mine, job);
                 }
                 continue;
             }

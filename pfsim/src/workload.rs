@@ -137,7 +137,21 @@ pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u3
     Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0 }
 }
 
+/// Whose data IOR process `rank` reads back: its own, or with `reorder_tasks` (IOR's `-C`) that
+/// of a rank on another client. IOR shifts by the tasks per node, as it places ranks on nodes in
+/// blocks; pfsim places them round-robin, so the next rank is on the next client.
+pub fn ior_read_owner(job: &JobConfig, rank: u32, nproc: u32) -> u32 {
+    let ior = job.ior.as_ref().expect("checked in config");
+    if ior.reorder_tasks && job.clients.len() > 1 {
+        (rank + 1) % nproc
+    } else {
+        rank
+    }
+}
+
 /// Next request of IOR process `rank`: a write phase over every segment, then a read phase.
+/// With `reorder_tasks` the read phase reads another client's rank's data: in a shared file its
+/// blocks, with a file per process its file (the thread's second file, slot 1).
 pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng) -> Request {
     let Role::Ior { rank, nproc } = role else { unreachable!() };
     let ior = job.ior.as_ref().expect("checked in config");
@@ -150,15 +164,16 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
     let i = if ior.random { rng.below(total) } else { *pos };
     *pos += 1;
     let (seg, k) = (i / per_block, i % per_block);
+    let owner = if *phase == 0 { rank } else { ior_read_owner(job, rank, nproc) };
     let offset = if ior.file_per_process {
         seg * ior.block + k * ior.transfer
     } else {
-        (seg * nproc as u64 + rank as u64) * ior.block + k * ior.transfer
+        (seg * nproc as u64 + owner as u64) * ior.block + k * ior.transfer
     };
     let last_of_phase = *pos >= total;
     Request {
         kind: if *phase == 0 { OpKind::Write } else { OpKind::Read },
-        file_slot: 0,
+        file_slot: usize::from(ior.file_per_process && owner != rank),
         offset,
         len: ior.transfer,
         fsync_after: *phase == 0 && last_of_phase && ior.fsync,
@@ -357,7 +372,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DlioConfig;
+    use crate::config::{DlioConfig, IorConfig};
 
     fn job(workload: &str, h5bench: Option<H5Config>, dlio: Option<DlioConfig>) -> JobConfig {
         JobConfig {
@@ -376,6 +391,44 @@ mod tests {
             h5bench,
             dlio,
         }
+    }
+
+    fn ior_job(clients: usize, file_per_process: bool, reorder_tasks: bool) -> JobConfig {
+        let ior = IorConfig {
+            api: "POSIX".into(),
+            processes: 4,
+            transfer: 1 << 20,
+            block: 2 << 20,
+            segments: 1,
+            file_per_process,
+            random: false,
+            fsync: false,
+            reorder_tasks,
+        };
+        JobConfig { clients: (0..clients).collect(), ior: Some(ior), ..job("ior", None, None) }
+    }
+
+    /// (file slot, offset) of every request of IOR rank 1 of 4: two writes, then two reads.
+    fn ior_requests(job: &JobConfig) -> Vec<(OpKind, usize, u64)> {
+        let (mut pos, mut phase, mut rng) = (0, 0, Rng::new(1));
+        let role = Role::Ior { rank: 1, nproc: 4 };
+        (0..4)
+            .map(|_| next_ior(role, job, &mut pos, &mut phase, &mut rng))
+            .map(|r| (r.kind, r.file_slot, r.offset))
+            .collect()
+    }
+
+    #[test]
+    fn ior_reads_back_its_own_data_unless_tasks_are_reordered() {
+        const MIB: u64 = 1 << 20;
+        let (w, r) = (OpKind::Write, OpKind::Read);
+        // shared file: rank 1's block is the second; with -C it reads rank 2's, the third
+        assert_eq!(ior_requests(&ior_job(2, false, false)), [(w, 0, 2 * MIB), (w, 0, 3 * MIB), (r, 0, 2 * MIB), (r, 0, 3 * MIB)]);
+        assert_eq!(ior_requests(&ior_job(2, false, true)), [(w, 0, 2 * MIB), (w, 0, 3 * MIB), (r, 0, 4 * MIB), (r, 0, 5 * MIB)]);
+        // a file per process: with -C the reads go to the thread's second file, rank 2's
+        assert_eq!(ior_requests(&ior_job(2, true, true)), [(w, 0, 0), (w, 0, MIB), (r, 1, 0), (r, 1, MIB)]);
+        // on one client there is no other client to read from
+        assert_eq!(ior_requests(&ior_job(1, false, true)), ior_requests(&ior_job(1, false, false)));
     }
 
     fn h5(file_pattern: &str, read_option: &str) -> H5Config {

@@ -25,6 +25,7 @@ fn busy_scenario(seed: u64) -> Scenario {
                 file_per_process: false,
                 random: true,
                 fsync: true,
+                reorder_tasks: true,
             })
             .clients(&[0, 1])
             .stop_ns(300 * MS),

@@ -23,7 +23,7 @@ fn one_client_one_enqueue_per_object() {
 
 #[test]
 fn shared_file_writers_call_back_each_others_locks() {
-    let ior = Ior { processes: 2, transfer: MIB, block: 4 * MIB, segments: 64, file_per_process: false, random: false, fsync: false };
+    let ior = Ior { processes: 2, transfer: MIB, block: 4 * MIB, segments: 64, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
     let mut sim = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1])).build();
     for step in 1..=200 {
         sim.run_until(step * 10_000_000);
@@ -45,7 +45,7 @@ fn shared_file_writers_call_back_each_others_locks() {
 #[test]
 fn contention_costs_throughput() {
     let run = |fpp: bool| {
-        let ior = Ior { processes: 2, transfer: MIB, block: MIB, segments: 256, file_per_process: fpp, random: false, fsync: true };
+        let ior = Ior { processes: 2, transfer: MIB, block: MIB, segments: 256, file_per_process: fpp, random: false, fsync: true, reorder_tasks: false };
         let mut sim = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB)).build();
         sim.run_until(2 * SEC);
         sim.totals().app_write_bytes
@@ -60,7 +60,7 @@ fn ior_n1_writers_on_several_clients_all_make_progress() {
     // processes on different clients, and each process writes its block forwards. The OST
     // stops growing locks downwards on such a busy object, so a client's lock does not reach
     // back into the block its neighbour is writing, and no client loses every lock it takes.
-    let ior = Ior { processes: 20, transfer: MIB, block: 256 * MIB, segments: 4, file_per_process: false, random: false, fsync: false };
+    let ior = Ior { processes: 20, transfer: MIB, block: 256 * MIB, segments: 4, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
     let mut sim = Scenario::new().clients(5).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1, 2, 3, 4]).stripes(8, MIB)).build();
     sim.run_until(2 * SEC);
     let written: Vec<u64> = sim.clients.iter().map(|c| c.app_write_bytes).collect();

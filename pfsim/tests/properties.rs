@@ -150,8 +150,9 @@ fn ior_strategy() -> impl Strategy<Value = Ior> {
         1u64..=4,
         any::<bool>(),
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|(processes, transfer, per_block, segments, file_per_process, random)| Ior {
+        .prop_map(|(processes, transfer, per_block, segments, file_per_process, random, reorder_tasks)| Ior {
             processes,
             transfer,
             block: transfer * per_block,
@@ -159,6 +160,7 @@ fn ior_strategy() -> impl Strategy<Value = Ior> {
             file_per_process,
             random,
             fsync: false,
+            reorder_tasks,
         })
 }
 
@@ -585,7 +587,7 @@ fn mixed_readers_and_writers_stay_within_max_plus_one() {
 /// calls back the other client's lock, and every request is granted in the end.
 #[test]
 fn ior_on_a_file_shared_by_two_clients_finishes() {
-    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 4 * KIB, segments: 1, file_per_process: false, random: false, fsync: true };
+    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 4 * KIB, segments: 1, file_per_process: false, random: false, fsync: true, reorder_tasks: false };
     let sc = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1]).stop_ns(100 * MS));
     let sim = sc.run();
     let stuck: Vec<usize> = (0..sim.threads.len()).filter(|&i| !sim.threads[i].done).collect();
@@ -599,7 +601,7 @@ fn ior_on_a_file_shared_by_two_clients_finishes() {
 /// must not wait for some unrelated write to finish (here: the flusher, 30 s later).
 #[test]
 fn a_lock_with_nothing_dirty_under_it_is_cancelled_at_once() {
-    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 12 * KIB, segments: 4, file_per_process: false, random: false, fsync: true };
+    let ior = Ior { processes: 2, transfer: 4 * KIB, block: 12 * KIB, segments: 4, file_per_process: false, random: false, fsync: true, reorder_tasks: false };
     let stop = 551 * MS;
     let sc = Scenario::new()
         .seed(124794932579575)

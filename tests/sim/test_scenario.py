@@ -140,7 +140,7 @@ def test_ior_job_resolves_its_own_parameters() -> None:
     scenario = parse_scenario(
         doc(
             "[{name: ior, clients: [0, 1], workload: ior, api: mpiio, processes: 4, transfer: 1m, "
-            "block: 16m, segments: 2, random: true, fsync: true}]"
+            "block: 16m, segments: 2, random: true, fsync: true, reorder_tasks: true}]"
         ),
         "t.yaml",
     )
@@ -154,6 +154,7 @@ def test_ior_job_resolves_its_own_parameters() -> None:
         "file_per_process": False,
         "random": True,
         "fsync": True,
+        "reorder_tasks": True,
     }
     assert (job["threads"], job["iosize"]) == (4, 1 << 20)
     assert job["filesize"] == (16 << 20) * 2 * 4  # block x segments x processes (one shared file)
@@ -163,6 +164,7 @@ def test_ior_defaults_follow_ior() -> None:
     job = parse_scenario(doc("[{name: ior, client: 0, workload: ior, file_per_process: true}]"), "t.yaml").jobs[0]
     assert job.ior is not None
     assert (job.ior.api, job.ior.transfer, job.ior.block, job.ior.segments) == ("posix", 256 << 10, 1 << 20, 1)
+    assert job.ior.reorder_tasks is False  # IOR reads back its own data unless given -C
     assert job.filesize == 1 << 20  # one file per process
 
 

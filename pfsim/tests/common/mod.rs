@@ -31,6 +31,7 @@ pub struct Ior {
     pub file_per_process: bool,
     pub random: bool,
     pub fsync: bool,
+    pub reorder_tasks: bool,
 }
 
 /// One job of a scenario. Defaults: client 0, one thread, 1 GiB file, one stripe of 1 MiB,
@@ -125,6 +126,7 @@ impl Job {
                 "block": ior.block,
                 "segments": ior.segments,
                 "file_per_process": ior.file_per_process,
+                "reorder_tasks": ior.reorder_tasks,
                 "random": ior.random,
                 "fsync": ior.fsync,
             });

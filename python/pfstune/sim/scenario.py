@@ -27,8 +27,10 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
 
 ``ior`` jobs take IOR's own names instead of ``iosize``/``filesize``/``threads``: ``api``
 (posix|mpiio, default posix), ``processes`` (1), ``transfer`` (256k), ``block`` (1m, a multiple
-of ``transfer``), ``segments`` (1), ``file_per_process`` (false), ``random`` (false), plus the
-common ``fsync``, striping, ``start`` and ``stop`` keys.
+of ``transfer``), ``segments`` (1), ``file_per_process`` (false), ``random`` (false),
+``reorder_tasks`` (false; IOR's ``-C``: each rank reads back what a rank on another client
+wrote, so that reads miss the writer's page cache), plus the common ``fsync`` (IOR's ``-e``:
+fsync at the end of each write phase), striping, ``start`` and ``stop`` keys.
 
 ``h5bench.vpic`` (h5bench_write) and ``h5bench.bdcats`` (h5bench_read) take h5bench's settings,
 lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_dims`` (1),
@@ -123,7 +125,7 @@ _COMMON_JOB_KEYS = (
     "fsync",
 )
 _FILEBENCH_KEYS = ("threads", "iosize", "filesize")
-_IOR_KEYS = ("api", "processes", "transfer", "block", "segments", "file_per_process", "random")
+_IOR_KEYS = ("api", "processes", "transfer", "block", "segments", "file_per_process", "random", "reorder_tasks")
 _H5_KEYS = (
     "processes",
     "num_dims",
@@ -208,6 +210,7 @@ class IorOptions:
     file_per_process: bool
     random: bool
     fsync: bool
+    reorder_tasks: bool = False
 
 
 @dataclass(frozen=True)
@@ -609,6 +612,7 @@ class _Builder:
             file_per_process=self.get(doc, "file_per_process", path, boolean, False),
             random=self.get(doc, "random", path, boolean, False),
             fsync=fsync,
+            reorder_tasks=self.get(doc, "reorder_tasks", path, boolean, False),
         )
 
     def h5bench(self, doc: Mapping[str, Any], path: str, workload: str) -> H5Options:
