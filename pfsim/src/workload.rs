@@ -408,7 +408,7 @@ mod tests {
         JobConfig { clients: (0..clients).collect(), ior: Some(ior), ..job("ior", None, None) }
     }
 
-    /// (file slot, offset) of every request of IOR rank 1 of 4: two writes, then two reads.
+    /// (kind, file slot, offset) of every request of IOR rank 1 of 4: two writes, then two reads.
     fn ior_requests(job: &JobConfig) -> Vec<(OpKind, usize, u64)> {
         let (mut pos, mut phase, mut rng) = (0, 0, Rng::new(1));
         let role = Role::Ior { rank: 1, nproc: 4 };

@@ -102,6 +102,17 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _mean_convergence(
+    runs: Sequence[Mapping[str, Any]], bests: Sequence[Sequence[Mapping[str, Any]]], starts: Sequence[float], end: float
+) -> list[float | None]:
+    """Per phase, the mean convergence over ``runs`` (one per seed; ``bests``: each one's phase_best)."""
+    per_run = [
+        convergence(r["series"], [p["osc_mbps"] for p in best], starts, end)
+        for r, best in zip(runs, bests, strict=True)
+    ]
+    return [_mean_or_none([c[i] for c in per_run]) for i in range(len(starts))]
+
+
 def _mean_or_none(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present and len(present) == len(values) else None
@@ -246,11 +257,8 @@ def _aggregate(
                 ]
                 entry[f"vs_{baseline}"] = statistics.fmean(ratios) if len(ratios) == len(per_seed) else None
             if all((s.path, r["seed"]) in phase_best for r in per_seed):
-                per_phase = [
-                    convergence(r["series"], [p["osc_mbps"] for p in phase_best[(s.path, r["seed"])]], starts, end)
-                    for r in per_seed
-                ]
-                entry["convergence_s"] = [_mean_or_none([p[i] for p in per_phase]) for i in range(len(starts))]
+                bests = [phase_best[(s.path, r["seed"])] for r in per_seed]
+                entry["convergence_s"] = _mean_convergence(per_seed, bests, starts, end)
             results[tuner] = entry
         for r in sorted(mine.values(), key=lambda r: (r["seed"], tuners.index(r["tuner"]))):
             oracle = mine.get((r["seed"], "oracle"))
@@ -280,11 +288,8 @@ def recompute_convergence(document: dict[str, Any]) -> dict[str, Any]:
             runs = [r for r in document["runs"] if r["file"] == s["file"] and r["tuner"] == tuner]
             if not runs or not all(str(r["seed"]) in s["phase_best"] for r in runs):
                 continue
-            per_phase = [
-                convergence(r["series"], [p["osc_mbps"] for p in s["phase_best"][str(r["seed"])]], starts, end)
-                for r in runs
-            ]
-            entry["convergence_s"] = [_mean_or_none([p[i] for p in per_phase]) for i in range(len(starts))]
+            bests = [s["phase_best"][str(r["seed"])] for r in runs]
+            entry["convergence_s"] = _mean_convergence(runs, bests, starts, end)
     return document
 
 
