@@ -71,8 +71,11 @@ pub struct ClusterConfig {
     pub oss_service_ns: u64,
     /// Client CPU time (ptlrpcd) to build, send and finish one RPC.
     pub client_rpc_ns: u64,
-    /// Client CPU time per page taken into or out of the page cache (cl_page, osc_page, copy).
+    /// Client CPU time per page a read sets up for I/O (page allocation, cl_page, osc_page).
     pub client_page_ns: u64,
+    /// Client CPU time per page a buffered write copies into the page cache (ll_write_begin,
+    /// the copy, ll_write_end, osc_page_cache_add).
+    pub client_write_page_ns: u64,
     /// Client CPU time of the submitting thread per extent queued for I/O (osc_queue_sync_pages).
     pub client_extent_ns: u64,
     /// Client CPU time of one read/write system call through the cl_io stack.

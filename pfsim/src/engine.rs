@@ -204,6 +204,7 @@ impl Sim {
                     objects: BTreeMap::new(),
                     read_queue: Default::default(),
                     cache_waiters: Vec::new(),
+                    writeback_waiters: Vec::new(),
                     last_reply_ns: 0,
                     connected: true,
                     stats: OscStats::new(t0),
@@ -565,7 +566,7 @@ impl Sim {
         let end = op.offset + op.len;
         let mut cursor = op.cursor;
         let c = &self.cfg.cluster;
-        let (page_ns, syscall_ns) = (c.client_page_ns, c.client_syscall_ns);
+        let (page_ns, syscall_ns) = (c.client_write_page_ns, c.client_syscall_ns);
         while cursor < end {
             let page = cursor / PAGE;
             let last_page = (end - 1) / PAGE;
@@ -586,6 +587,19 @@ impl Sim {
                 .min(cl.global_max_dirty_pages.saturating_sub(cl.dirty_pages));
             if room > 0 && room < n {
                 n = room;
+            }
+            // a page in a write RPC in flight cannot be written until its reply: write the
+            // pages before it, then wait
+            if let Some(wb) = osc.objects.get(&obj).and_then(|oc| oc.writeback.first_in(obj_page, obj_page + n - 1)) {
+                if wb == obj_page {
+                    let th = &mut self.threads[tid as usize];
+                    let op = th.op.as_mut().expect("op");
+                    op.cursor = cursor;
+                    op.state = OpState::WaitCache;
+                    self.oscs[osc_i as usize].writeback_waiters.push(tid);
+                    return;
+                }
+                n = wb - obj_page;
             }
             let run_end_file = page + n - 1;
             match self.admit(osc_i, obj, obj_page, obj_page + n - 1, op.file, client) {
@@ -1077,6 +1091,7 @@ impl Sim {
             sync_waiters: Vec::new(),
             files: Vec::new(),
             hp: false,
+            extents: Vec::new(),
         });
         self.send_rpc(id);
         true
@@ -1137,8 +1152,9 @@ impl Sim {
         if let Some(last) = runs[1] {
             taken.extend(oc.extents.extract_if(..=last, |_, _| true));
         }
-        for (s, _) in &taken {
+        for (s, e) in &taken {
             oc.forget(*s);
+            oc.writeback.insert(*s, e.end);
         }
         osc.pending_w_pages -= pages.min(osc.pending_w_pages);
         let start = taken.iter().map(|(s, _)| *s).min().expect("taken");
@@ -1176,6 +1192,7 @@ impl Sim {
             sync_waiters,
             files,
             hp,
+            extents: taken.iter().map(|(s, e)| (*s, e.end)).collect(),
         });
         if hp {
             let osc = &mut self.oscs[osc_i as usize];
@@ -1369,9 +1386,16 @@ impl Sim {
             if want > have {
                 osc.avail_grant += (want - have).min(chunk_grant);
             }
+            if let Some(oc) = osc.objects.get_mut(&rpc.obj) {
+                for &(s, e) in &rpc.extents {
+                    oc.writeback.remove(s, e);
+                }
+            }
             let cl = &mut self.clients[client];
             cl.dirty_pages -= rpc.pages.min(cl.dirty_pages);
-            let waiters = std::mem::take(&mut self.oscs[osc_i as usize].cache_waiters);
+            let osc = &mut self.oscs[osc_i as usize];
+            let mut waiters = std::mem::take(&mut osc.cache_waiters);
+            waiters.append(&mut osc.writeback_waiters);
             for tid in waiters {
                 self.schedule(now, Ev::Thread(tid));
             }
@@ -1443,7 +1467,12 @@ impl Sim {
     /// Checks of the invariants the property tests rely on; returns a description of the first
     /// violation.
     pub fn check_invariants(&self) -> Result<(), String> {
-        for o in &self.oscs {
+        // pages of the write RPCs in flight, per OSC
+        let mut in_flight = vec![0u64; self.oscs.len()];
+        for r in self.rpcs.iter().flatten().filter(|r| r.write) {
+            in_flight[r.osc as usize] += r.pages;
+        }
+        for (i, o) in self.oscs.iter().enumerate() {
             let hist_r = o.hists.read_pages.total();
             let hist_w = o.hists.write_pages.total();
             if o.hists.read_rif.total() != hist_r || o.hists.write_rif.total() != hist_w {
@@ -1452,6 +1481,16 @@ impl Sim {
             let pending: u64 = o.objects.values().flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s))).sum();
             if pending != o.pending_w_pages {
                 return Err(format!("{}: pending write pages {} != extents {}", o.name, o.pending_w_pages, pending));
+            }
+            let writeback: u64 = o.objects.values().map(|oc| oc.writeback.len()).sum();
+            if writeback != in_flight[i] {
+                return Err(format!("{}: pages under write-back {} != pages of write RPCs in flight {}", o.name, writeback, in_flight[i]));
+            }
+            // a page under write-back is not written again until its RPC is back
+            for (obj, oc) in &o.objects {
+                if let Some((s, e)) = oc.extents.iter().find(|(s, e)| oc.writeback.first_in(**s, e.end).is_some()) {
+                    return Err(format!("{}: object {obj}: dirty extent [{s}, {}] overlaps pages under write-back", o.name, e.end));
+                }
             }
         }
         Ok(())

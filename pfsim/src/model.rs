@@ -48,6 +48,9 @@ pub struct ObjectCache {
     pub hp: BTreeSet<u64>,
     /// High-priority write RPCs of this object in flight.
     pub hp_in_flight: u32,
+    /// Pages in write RPCs in flight (PG_writeback): a write to one of them waits for its RPC
+    /// (`cl_page_assume()` -> `wait_on_page_writeback()` in `ll_write_begin()`).
+    pub writeback: crate::pageset::PageSet,
 }
 
 impl ObjectCache {
@@ -157,6 +160,9 @@ pub struct Osc {
     pub objects: BTreeMap<u64, ObjectCache>,
     pub read_queue: VecDeque<u32>,
     pub cache_waiters: Vec<u32>,
+    /// Writers waiting for a page of theirs to leave write-back; they look again after each
+    /// write reply of this OSC.
+    pub writeback_waiters: Vec<u32>,
     pub last_reply_ns: u64,
     pub connected: bool,
     // statistics
@@ -350,4 +356,6 @@ pub struct Rpc {
     pub sync_waiters: Vec<u32>,
     pub files: Vec<(u32, u64)>,
     pub hp: bool,
+    /// A write RPC's extents, [start, end] object pages: under write-back until the reply.
+    pub extents: Vec<(u64, u64)>,
 }

@@ -203,6 +203,14 @@ impl PageSet {
         None
     }
 
+    /// The first page of [s, e] in the set.
+    pub fn first_in(&self, s: u64, e: u64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        self.next(s, e, true)
+    }
+
     /// The maximal sub-ranges of [s, e] not in the set, in order.
     pub fn gaps(&self, s: u64, e: u64) -> Vec<(u64, u64)> {
         let mut out = Vec::new();

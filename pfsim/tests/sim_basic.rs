@@ -48,6 +48,30 @@ fn seqwrite_is_absorbed_by_the_cache() {
     assert!(large.osc_write_bytes + dirty <= large.app_write_bytes + (16 << 20), "{large:?} + {dirty} dirty");
 }
 
+/// A write to a page under write-back waits for the RPC that carries it (`ll_write_begin()` ->
+/// `cl_page_assume()` -> `wait_on_page_writeback()`). With 1 MiB RPCs each 1 MiB write makes a
+/// full extent, which leaves at once; so a writer that rewrites a 4 MiB file over and over
+/// cannot run ahead of its RPCs, although the cache has room for the whole file.
+#[test]
+fn rewriting_a_page_under_write_back_waits_for_its_rpc() {
+    let file = 4 * MIB;
+    let mut sim = Scenario::new()
+        .disks(8_000_000)
+        .tunable("osc.max_pages_per_rpc", "256")
+        .job(Job::new("filebench.randomwrite", MIB).filesize(file).stripes(1, MIB))
+        .build();
+    for step in 1..=100 {
+        sim.run_until(step * 10_000_000);
+        // among them: no page is dirty while under write-back
+        sim.check_invariants().unwrap();
+    }
+    let t = sim.totals();
+    assert!(t.osc_write_bytes >= 8 * file, "{t:?}");
+    // beyond what the RPCs carried, the application wrote at most the pages dirty but not yet
+    // sent and those in flight: the file, twice
+    assert!(t.app_write_bytes <= t.osc_write_bytes + 2 * file, "{t:?}");
+}
+
 /// Random 8 KiB reads have no read-ahead: the RPCs carry what the application read, no more
 /// than the read in progress on top.
 #[test]

@@ -256,7 +256,7 @@ impl Scenario {
                 "ost_capacity_bytes": 440_000_000_000u64,
                 "oss_service_ns": 20000,
                 "client_rpc_ns": 12000,
-                "client_page_ns": 10000, "client_extent_ns": 5000,
+                "client_page_ns": 10000, "client_write_page_ns": 2200, "client_extent_ns": 5000,
                 "client_syscall_ns": 10000,
                 "brw_size_bytes": self.brw_size_bytes,
             },
