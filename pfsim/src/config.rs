@@ -166,6 +166,9 @@ pub struct JobConfig {
     pub stop_ns: u64,
     #[serde(default)]
     pub fsync: bool,
+    /// filebench: the files start in the clients' page caches (preallocated, not dropped).
+    #[serde(default)]
+    pub cached: bool,
     #[serde(default)]
     pub ior: Option<IorConfig>,
     #[serde(default)]

@@ -3,7 +3,7 @@
 //!
 //! Time is in nanoseconds. Pages are ranges: no event is ever per page.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::{Config, JobConfig};
 use crate::device::{transfer, Device, Elevator, Link, Request};
@@ -231,10 +231,41 @@ impl Sim {
             sim.set_everywhere(name, value)
                 .map_err(|e| format!("tunable {name}={value}: {}", crate::parse::strerror(e)))?;
         }
+        sim.preload_caches();
         for ci in 0..sim.clients.len() as u32 {
             sim.schedule(FLUSH_PERIOD_NS, Ev::Flusher(ci));
         }
         Ok(sim)
+    }
+
+    /// Files of `cached` jobs start in their clients' page caches, as filebench's preallocation
+    /// leaves them on Linux: it writes each file through the client, and its `msync(MS_INVALIDATE)`
+    /// does not drop clean pages. Pages go in file order, so when a file is larger than
+    /// `max_cached_mb` the LRU keeps its end, as after the sequential preallocation.
+    fn preload_caches(&mut self) {
+        let mut done: BTreeSet<(u32, u32)> = BTreeSet::new();
+        for ti in 0..self.threads.len() {
+            let th = &self.threads[ti];
+            if !self.cfg.jobs[th.job as usize].cached {
+                continue;
+            }
+            let client = th.client;
+            for &file in &th.files.clone() {
+                if !done.insert((client, file)) {
+                    continue;
+                }
+                let last_page = ceil_div(self.files[file as usize].size, PAGE).max(1) - 1;
+                let mut page = 0;
+                while page <= last_page {
+                    let f = &self.files[file as usize];
+                    let osc_i = self.clients[client as usize].oscs[f.osts[f.map(page).0] as usize];
+                    // one LRU entry per 16 MiB at most, so that eviction keeps the file's end
+                    let end = f.chunk_end(page).min(last_page).min(page + PRELOAD_PIECE_PAGES - 1);
+                    self.insert_cached(client as usize, file, page, end, osc_i);
+                    page = end + 1;
+                }
+            }
+        }
     }
 
     fn create_file(&mut self, size: u64, stripe_count: u32, stripe_size: u64) -> u32 {

@@ -9,6 +9,8 @@ pub const PAGE: u64 = 4096;
 pub const EXTENT_TAX: u64 = 24576;
 /// Most extents one write RPC may carry.
 pub const MAX_EXTENTS_PER_RPC: usize = 256;
+/// Largest LRU entry a preloaded file is cut into (16 MiB).
+pub const PRELOAD_PIECE_PAGES: u64 = 4096;
 /// Copying one 4 KiB page between the page cache and user memory (about 8 GB/s).
 pub const COPY_NS_PER_PAGE: u64 = 500;
 /// Linux flusher: dirty data older than dirty_expire_centisecs is written every

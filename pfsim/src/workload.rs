@@ -387,6 +387,7 @@ mod tests {
             start_ns: 0,
             stop_ns: u64::MAX,
             fsync: false,
+            cached: false,
             ior: None,
             h5bench,
             dlio,

@@ -30,12 +30,26 @@ fn seqread_throughput_grows_with_rpc_size_and_concurrency() {
     }
 }
 
-/// Buffered writes go at memory speed while dirty space lasts (2000 MiB here); the RPC settings
-/// only change how fast the cache drains.
+/// Buffered writes go at memory speed while dirty space and grant last (2000 MiB here); the
+/// RPC settings only change how fast the cache drains. The writer copies 10 us per page, slow
+/// enough for the grant of a fresh mount, which grows by one chunk per write reply, to keep up
+/// with 4 MiB RPCs too (`fast_writers_wait_for_the_grant_of_a_fresh_mount`).
 #[test]
 fn seqwrite_is_absorbed_by_the_cache() {
-    let (_, small) = run("filebench.seqwrite", 16 << 20, 1, 1);
-    let (large_sim, large) = run("filebench.seqwrite", 16 << 20, 1024, 8);
+    let run = |mppr: &str, mrif: &str| {
+        let mut sim = Scenario::new()
+            .write_page_ns(10_000)
+            .tunable("osc.max_pages_per_rpc", mppr)
+            .tunable("osc.max_rpcs_in_flight", mrif)
+            .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(100 * GIB))
+            .build();
+        sim.run_until(SEC / 2);
+        sim.check_invariants().unwrap();
+        let t = sim.totals();
+        (sim, t)
+    };
+    let (_, small) = run("1", "1");
+    let (large_sim, large) = run("1024", "8");
     let ratio = small.app_write_bytes as f64 / large.app_write_bytes as f64;
     assert!((0.9..=1.1).contains(&ratio), "app rate should not depend on RPCs: {small:?} {large:?}");
     assert!(large.osc_write_bytes > 3 * small.osc_write_bytes, "{large:?} vs {small:?}");
@@ -46,6 +60,29 @@ fn seqwrite_is_absorbed_by_the_cache() {
     let dirty: u64 = large_sim.oscs.iter().map(|o| o.dirty_pages * 4096).sum();
     assert!(large.osc_write_bytes + dirty >= large.app_write_bytes, "{large:?} + {dirty} dirty");
     assert!(large.osc_write_bytes + dirty <= large.app_write_bytes + (16 << 20), "{large:?} + {dirty} dirty");
+}
+
+/// A fresh mount holds one grant chunk per OSC, and each write reply adds at most one more. A
+/// writer that copies faster than the replies bring grant waits for it, the longer the fewer
+/// the replies: 4 KiB RPCs ramp the grant within milliseconds, 4 MiB RPCs take seconds.
+#[test]
+fn fast_writers_wait_for_the_grant_of_a_fresh_mount() {
+    let run = |mppr: &str, mrif: &str| {
+        let mut sim = Scenario::new()
+            .tunable("osc.max_pages_per_rpc", mppr)
+            .tunable("osc.max_rpcs_in_flight", mrif)
+            .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(100 * GIB))
+            .build();
+        sim.run_until(SEC / 2);
+        let grant: u64 = sim.oscs.iter().map(|o| o.avail_grant + o.dirty_pages * 4096).sum();
+        (sim.totals(), grant)
+    };
+    let (small, small_grant) = run("1", "1");
+    let (large, large_grant) = run("1024", "8");
+    // 2.2 us per page: about 1.7 GB/s into the cache when nothing stops the writer
+    assert!(small.app_write_bytes > 800 * MIB, "{small:?}");
+    assert!(large.app_write_bytes * 2 < small.app_write_bytes, "{large:?} vs {small:?}");
+    assert!(large_grant * 2 < small_grant, "grant held: 4 MiB RPCs {large_grant}, 4 KiB RPCs {small_grant}");
 }
 
 /// A write to a page under write-back waits for the RPC that carries it (`ll_write_begin()` ->
@@ -70,6 +107,35 @@ fn rewriting_a_page_under_write_back_waits_for_its_rpc() {
     // beyond what the RPCs carried, the application wrote at most the pages dirty but not yet
     // sent and those in flight: the file, twice
     assert!(t.app_write_bytes <= t.osc_write_bytes + 2 * file, "{t:?}");
+}
+
+/// A `cached` job's file starts in the page cache: random reads of it send no RPC. A file
+/// larger than `max_cached_mb` keeps its end, as after filebench's sequential preallocation.
+#[test]
+fn cached_files_start_in_the_page_cache() {
+    let reads = |cached: bool, max_cached_mb: &str| {
+        let mut sim = Scenario::new()
+            .tunable("llite.max_cached_mb", max_cached_mb)
+            .job(Job::new("filebench.randomread", MIB).filesize(GIB).cached(cached))
+            .build();
+        let at_start = sim.clients[0].cached_pages;
+        sim.run_until(SEC / 2);
+        sim.check_invariants().unwrap();
+        (at_start, sim.totals())
+    };
+    let (cold_pages, cold) = reads(false, "4096");
+    let (warm_pages, warm) = reads(true, "4096");
+    assert_eq!(cold_pages, 0);
+    assert_eq!(warm_pages, GIB / 4096);
+    assert!(cold.osc_read_bytes > 0, "{cold:?}");
+    assert_eq!(warm.osc_read_bytes, 0, "{warm:?}");
+    assert!(warm.app_read_bytes > 10 * cold.app_read_bytes, "{warm:?} vs {cold:?}");
+    // a quarter of the file fits: its last 256 MiB are cached, and about a quarter of the
+    // random reads hit them
+    let (part_pages, part) = reads(true, "256");
+    assert_eq!(part_pages, 256 * MIB / 4096);
+    let hit = 1.0 - part.osc_read_bytes as f64 / part.app_read_bytes as f64;
+    assert!((0.1..0.5).contains(&hit), "hit ratio {hit}: {part:?}");
 }
 
 /// Random 8 KiB reads have no read-ahead: the RPCs carry what the application read, no more

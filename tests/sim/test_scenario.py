@@ -64,6 +64,7 @@ def test_example_from_the_design_resolves_to_the_engine_config(write_scenario: C
             "start_ns": 0,
             "stop_ns": 320000000000,
             "fsync": False,
+            "cached": False,
             "ior": None,
             "h5bench": None,
             "dlio": None,
@@ -94,6 +95,7 @@ def test_defaults() -> None:
     assert (job.threads, job.iosize, job.filesize) == (1, 1 << 20, 1 << 30)
     assert (job.stripe_count, job.stripe_size) == (1, 1 << 20)
     assert (job.start_ns, job.stop_ns, job.fsync) == (0, 10 * 10**9, False)
+    assert job.cached is False
 
 
 def test_shared_scenarios_load_and_resolve(shared_scenarios: list[Path]) -> None:
@@ -134,6 +136,12 @@ def test_clients_list_and_all_osts() -> None:
     assert job.clients == (0, 2)
     assert job.stripe_count == 8  # -1: every OST of the preset (4 OSS x 2)
     assert job.fsync is True
+
+
+def test_cached_filebench_files_reach_the_engine() -> None:
+    scenario = parse_scenario(doc("[{name: j, client: 0, workload: filebench.randomread, cached: true}]"), "t.yaml")
+    assert scenario.jobs[0].cached is True
+    assert scenario.to_engine_config()["jobs"][0]["cached"] is True
 
 
 def test_ior_job_resolves_its_own_parameters() -> None:
@@ -262,6 +270,8 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc("[{name: j, client: 0, workload: dlio, model: bert, format: png}]"), "jobs[0].format"),
         (doc("[{name: j, client: 0, workload: dlio, model: bert, iosize: 1m}]"), "'iosize' applies to filebench.*"),
         (doc("[{name: j, client: 0, workload: h5bench.vpic, read_option: full}]"), "applies to h5bench.bdcats jobs"),
+        (doc("[{name: j, client: 0, workload: ior, cached: true}]"), "'cached' applies to filebench.* jobs, not to ior"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, cached: 3}]"), "jobs[0].cached: expected true or false"),
         (doc("[{name: j, client: 0, workload: h5bench.vpic, num_dims: 4}]"), "jobs[0].num_dims"),
         (doc("[{name: j, client: 0, workload: h5bench.vpic, dim_2: 8}]"), "jobs[0].dim_2: must be 1 with num_dims: 1"),
         (

@@ -49,6 +49,8 @@ pub struct Job {
     /// `None`: the scenario's duration.
     pub stop_ns: Option<u64>,
     pub fsync: bool,
+    /// filebench: the files start in the page cache.
+    pub cached: bool,
     pub ior: Option<Ior>,
 }
 
@@ -65,6 +67,7 @@ impl Job {
             start_ns: 0,
             stop_ns: None,
             fsync: false,
+            cached: false,
             ior: None,
         }
     }
@@ -103,6 +106,10 @@ impl Job {
         self.fsync = f;
         self
     }
+    pub fn cached(mut self, c: bool) -> Job {
+        self.cached = c;
+        self
+    }
 
     fn to_json(&self, i: usize, duration_ns: u64) -> Value {
         let mut j = json!({
@@ -117,6 +124,7 @@ impl Job {
             "start_ns": self.start_ns,
             "stop_ns": self.stop_ns.unwrap_or(duration_ns),
             "fsync": self.fsync,
+            "cached": self.cached,
         });
         if let Some(ior) = &self.ior {
             j["ior"] = json!({
@@ -150,6 +158,8 @@ pub struct Scenario {
     pub lustre_version: String,
     /// OSTs are disks behind the mq-deadline elevator (`disks`), not SSDs.
     pub disks: Option<u64>,
+    /// Client CPU time per page of a buffered write.
+    pub write_page_ns: u64,
     pub tunables: Vec<(String, String)>,
     pub jobs: Vec<Job>,
 }
@@ -175,6 +185,7 @@ impl Scenario {
             brw_size_bytes: 4 * MIB,
             lustre_version: "2.15.5".into(),
             disks: None,
+            write_page_ns: 2200,
             tunables: Vec::new(),
             jobs: Vec::new(),
         }
@@ -209,6 +220,10 @@ impl Scenario {
     /// behind the mq-deadline elevator.
     pub fn disks(mut self, seek_ns: u64) -> Scenario {
         self.disks = Some(seek_ns);
+        self
+    }
+    pub fn write_page_ns(mut self, ns: u64) -> Scenario {
+        self.write_page_ns = ns;
         self
     }
     pub fn version(mut self, v: &str) -> Scenario {
@@ -256,7 +271,7 @@ impl Scenario {
                 "ost_capacity_bytes": 440_000_000_000u64,
                 "oss_service_ns": 20000,
                 "client_rpc_ns": 12000,
-                "client_page_ns": 10000, "client_write_page_ns": 2200, "client_extent_ns": 5000,
+                "client_page_ns": 10000, "client_write_page_ns": self.write_page_ns, "client_extent_ns": 5000,
                 "client_syscall_ns": 10000,
                 "brw_size_bytes": self.brw_size_bytes,
             },

@@ -24,6 +24,8 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
         start: 0s                # default 0s
         stop: 320s               # default: the scenario duration
         fsync: false             # default false
+        cached: false            # filebench only, default false: the files start in the
+                                 # client's page cache (filebench's preallocation on Linux)
 
 ``ior`` jobs take IOR's own names instead of ``iosize``/``filesize``/``threads``: ``api``
 (posix|mpiio, default posix), ``processes`` (1), ``transfer`` (256k), ``block`` (1m, a multiple
@@ -124,7 +126,7 @@ _COMMON_JOB_KEYS = (
     "stop",
     "fsync",
 )
-_FILEBENCH_KEYS = ("threads", "iosize", "filesize")
+_FILEBENCH_KEYS = ("threads", "iosize", "filesize", "cached")
 _IOR_KEYS = ("api", "processes", "transfer", "block", "segments", "file_per_process", "random", "reorder_tasks")
 _H5_KEYS = (
     "processes",
@@ -266,6 +268,7 @@ class Job:
     ior: IorOptions | None = None
     h5bench: H5Options | None = None
     dlio: DlioOptions | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ class Scenario:
                     "start_ns": job.start_ns,
                     "stop_ns": job.stop_ns,
                     "fsync": job.fsync,
+                    "cached": job.cached,
                     "ior": None if job.ior is None else asdict(job.ior),
                     "h5bench": None if job.h5bench is None else asdict(job.h5bench),
                     "dlio": None if job.dlio is None else asdict(job.dlio),
@@ -542,6 +546,7 @@ class _Builder:
         ior = self.ior(doc, path, fsync) if is_ior else None
         h5 = self.h5bench(doc, path, workload) if workload in H5BENCH_WORKLOADS else None
         dlio = self.dlio(doc, path) if workload == "dlio" else None
+        cached = self.get(doc, "cached", path, boolean, False)
         if ior is not None:
             threads, iosize = ior.processes, ior.transfer
             filesize = ior.block * ior.segments * (1 if ior.file_per_process else ior.processes)
@@ -573,6 +578,7 @@ class _Builder:
             ior=ior,
             h5bench=h5,
             dlio=dlio,
+            cached=cached,
         )
 
     def clients(self, doc: Mapping[str, Any], path: str, n_clients: int) -> tuple[int, ...]:
