@@ -280,6 +280,8 @@ mod tests {
                 let (gs, ge) = (rng.below(span), rng.below(span));
                 let (gs, ge) = (gs.min(ge), gs.max(ge));
                 assert_eq!(set.gaps(gs, ge), interval_gaps(&map, gs, ge), "gaps {gs}-{ge}");
+                let first = map.range(..=ge).find(|(_, &b)| b >= gs).map(|(&a, _)| a.max(gs));
+                assert_eq!(set.first_in(gs, ge), first, "first_in {gs}-{ge}");
                 assert_eq!(set.len(), map.iter().map(|(a, b)| b - a + 1).sum::<u64>());
                 assert_eq!(set.is_empty(), map.is_empty());
             }
