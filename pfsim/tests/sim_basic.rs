@@ -79,7 +79,7 @@ fn fast_writers_wait_for_the_grant_of_a_fresh_mount() {
     };
     let (small, small_grant) = run("1", "1");
     let (large, large_grant) = run("1024", "8");
-    // 2.2 us per page: about 1.7 GB/s into the cache when nothing stops the writer
+    // 2.2 us per page: about 1.9 GB/s of 16 MiB writes into the cache when nothing stops them
     assert!(small.app_write_bytes > 800 * MIB, "{small:?}");
     assert!(large.app_write_bytes * 2 < small.app_write_bytes, "{large:?} vs {small:?}");
     assert!(large_grant * 2 < small_grant, "grant held: 4 MiB RPCs {large_grant}, 4 KiB RPCs {small_grant}");
