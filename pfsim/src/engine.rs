@@ -69,6 +69,9 @@ pub struct Sim {
     mds_free_at: u64,
     pub(crate) callbacks: Vec<crate::dlm::Callback>,
     pub(crate) lock_waiters: Vec<crate::dlm::Waiter>,
+    /// Per job: its threads not yet done, and those waiting at its barrier (IOR).
+    live_threads: Vec<u32>,
+    barriers: Vec<Vec<u32>>,
 }
 
 /// How long the simulated clients have been up when a scenario starts.
@@ -87,6 +90,7 @@ impl Sim {
         let mut rng = Rng::new(cfg.seed);
         // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
         let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
+        let n_jobs = cfg.jobs.len();
         let mut sim = Sim {
             style,
             now: 0,
@@ -127,6 +131,8 @@ impl Sim {
             mds_free_at: 0,
             callbacks: Vec::new(),
             lock_waiters: Vec::new(),
+            live_threads: vec![0; n_jobs],
+            barriers: vec![Vec::new(); n_jobs],
             rng: Rng::new(0),
             cfg,
         };
@@ -290,6 +296,7 @@ impl Sim {
             writes_in_flight: vec![0; n],
             locks: vec![Vec::new(); stripe_count as usize],
             lock_changes: vec![0; stripe_count as usize],
+            removed: false,
         });
         (self.files.len() - 1) as u32
     }
@@ -357,6 +364,7 @@ impl Sim {
 
     fn add_thread(&mut self, client: u32, job: u32, role: Role, files: Vec<u32>, cfg: &JobConfig) {
         let tid = self.threads.len() as u32;
+        self.live_threads[job as usize] += 1;
         self.threads.push(Thread {
             client,
             job,
@@ -454,9 +462,7 @@ impl Sim {
                 }
                 OpState::Think => {
                     if self.now >= self.threads[tid as usize].stop_ns {
-                        let th = &mut self.threads[tid as usize];
-                        th.op = None;
-                        th.done = true;
+                        self.retire(tid);
                     } else {
                         // the system call begins now, after the compute time
                         let now = self.now;
@@ -466,15 +472,54 @@ impl Sim {
                     }
                     return;
                 }
-                OpState::WaitIo | OpState::WaitSync => return,
+                OpState::Between => {
+                    if self.now >= self.threads[tid as usize].stop_ns {
+                        self.retire(tid);
+                    } else {
+                        self.run_between(tid);
+                    }
+                    return;
+                }
+                OpState::WaitRemove => {
+                    let f = op.file as usize;
+                    let client = self.threads[tid as usize].client as usize;
+                    if self.now >= op.ready_at && self.files[f].writes_in_flight[client] == 0 {
+                        self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+                        self.run_between(tid);
+                    }
+                    return;
+                }
+                OpState::WaitIo | OpState::WaitSync | OpState::WaitBarrier => return,
             }
         }
         let th = &self.threads[tid as usize];
         if self.now >= th.stop_ns {
-            self.threads[tid as usize].done = true;
+            self.retire(tid);
             return;
         }
         self.start_op(tid);
+    }
+
+    /// The thread is done; ranks of its job at a barrier wait for it no more.
+    fn retire(&mut self, tid: u32) {
+        let th = &mut self.threads[tid as usize];
+        th.op = None;
+        th.done = true;
+        let job = th.job as usize;
+        self.live_threads[job] -= 1;
+        if !self.barriers[job].is_empty() && self.barriers[job].len() as u32 >= self.live_threads[job] {
+            self.release_barrier(job, None);
+        }
+    }
+
+    /// Every rank waiting at `job`'s barrier goes on (but `except`, which is going on already).
+    fn release_barrier(&mut self, job: usize, except: Option<u32>) {
+        for tid in std::mem::take(&mut self.barriers[job]) {
+            if Some(tid) != except {
+                self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+                self.schedule(self.now, Ev::Thread(tid));
+            }
+        }
     }
 
     fn start_op(&mut self, tid: u32) {
@@ -489,7 +534,7 @@ impl Sim {
         };
         let Some(req) = req else {
             // the workload has nothing more to do
-            th.done = true;
+            self.retire(tid);
             return;
         };
         let file = th.files[req.file_slot];
@@ -510,8 +555,12 @@ impl Sim {
             locked: false,
             slot: req.file_slot,
             reopen: req.reopen,
+            between: Step::of(req.between),
         });
-        if req.start_at > now {
+        if !Step::of(req.between).is_empty() {
+            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+            self.run_between(tid);
+        } else if req.start_at > now {
             self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Think;
             self.schedule(req.start_at, Ev::Thread(tid));
         } else {
@@ -538,21 +587,148 @@ impl Sim {
     /// Close and open a file: two RPCs to the one MDS, which serves them in order (its service
     /// time is the OSS's). Returns when the open's reply is back.
     fn reopen(&mut self, client: usize) -> u64 {
+        let closed = self.mds_rpc(client, self.now, LliteCtr::Close);
+        self.mds_rpc(client, closed, LliteCtr::Open)
+    }
+
+    /// One RPC to the MDS sent at `t`, counted as `ctr` in the client's llite stats; returns
+    /// when its reply is back.
+    fn mds_rpc(&mut self, client: usize, t: u64, ctr: LliteCtr) -> u64 {
         let c = &self.cfg.cluster;
         let (lat, svc) = (c.net_latency_ns, c.oss_service_ns.max(1));
-        let mut t = self.now;
-        let mut lat_us = [0i64; 2];
-        for l in &mut lat_us {
-            let start = (t + lat).max(self.mds_free_at);
-            self.mds_free_at = start + svc;
-            let done = start + svc + lat;
-            *l = ((done - t) / 1000) as i64;
-            t = done;
+        let start = (t + lat).max(self.mds_free_at);
+        self.mds_free_at = start + svc;
+        let done = start + svc + lat;
+        self.clients[client].stats.add(ctr, ((done - t) / 1000) as i64);
+        done
+    }
+
+    // ------------------------------------------------------------------ IOR between phases
+
+    /// Take the op's steps between phases (`Op::between`) until one waits; then issue the op on
+    /// the thread's file as it is now (a removal gives the next repetition a new file).
+    fn run_between(&mut self, tid: u32) {
+        loop {
+            let th = &mut self.threads[tid as usize];
+            let op = th.op.as_mut().expect("op");
+            let Some((&step, rest)) = op.between.split_first() else { break };
+            op.between = rest;
+            match step {
+                Step::Barrier => {
+                    let job = th.job as usize;
+                    self.barriers[job].push(tid);
+                    if (self.barriers[job].len() as u32) < self.live_threads[job] {
+                        self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitBarrier;
+                        return;
+                    }
+                    // the last rank in: everyone goes on
+                    self.release_barrier(job, Some(tid));
+                }
+                Step::Remove => {
+                    if self.remove_file(tid) {
+                        return;
+                    }
+                }
+            }
         }
-        let st = &mut self.clients[client].stats;
-        st.add(LliteCtr::Close, lat_us[0]);
-        st.add(LliteCtr::Open, lat_us[1]);
-        t
+        if self.now >= self.threads[tid as usize].stop_ns {
+            self.retire(tid);
+            return;
+        }
+        // the op begins now: its latency does not count the barriers and the removal
+        let now = self.now;
+        let th = &mut self.threads[tid as usize];
+        let op = th.op.as_mut().expect("op");
+        (op.file, op.state, op.started_ns, op.ready_at) = (th.files[op.slot], OpState::Running, now, now);
+        self.issue_op(tid);
+    }
+
+    /// IOR's `RemoveFile()` at the end of a repetition, by the rank that removes (each rank its
+    /// own file with a file per process, rank 0 a shared file): an unlink RPC to the MDS, and
+    /// every client drops the file's dirty and cached pages (on the remover's node
+    /// `ll_delete_inode()` discards them, `CL_FSYNC_DISCARD`; elsewhere the OST objects'
+    /// destruction calls the locks back with `LDLM_FL_DISCARD_DATA`, which pfsim does at once).
+    /// Pages already in write RPCs are not recalled: the remover waits for those of its node
+    /// (`truncate_inode_pages_final()` waits on `PG_writeback`). The threads' next phase works on
+    /// a new file, with new objects placed as the first were. Returns true when the remover waits.
+    fn remove_file(&mut self, tid: u32) -> bool {
+        let th = &self.threads[tid as usize];
+        let Role::Ior { rank, .. } = th.role else { return false };
+        let job = &self.cfg.jobs[th.job as usize];
+        let ior = job.ior.as_ref().expect("checked in config");
+        if !ior.file_per_process && rank != 0 {
+            return false;
+        }
+        let (client, old) = (th.client as usize, th.files[0]);
+        let (stripes, stripe_size) = (job.stripe_count, job.stripe_size);
+        let unlinked = self.mds_rpc(client, self.now, LliteCtr::Unlink);
+        self.discard_file(old);
+        let new = self.create_file(self.files[old as usize].size, stripes, stripe_size);
+        for th in &mut self.threads {
+            for f in th.files.iter_mut().filter(|f| **f == old) {
+                *f = new;
+            }
+        }
+        let op = self.threads[tid as usize].op.as_mut().expect("op");
+        (op.file, op.ready_at, op.state) = (old, unlinked, OpState::WaitRemove);
+        self.schedule(unlinked, Ev::Thread(tid));
+        true
+    }
+
+    /// Drop every page of `file` from every client: dirty ones leave their OSC's extents as if
+    /// sent (`osc_cache_writeback_range()` with discard), cached ones leave the page cache.
+    fn discard_file(&mut self, file: u32) {
+        self.files[file as usize].removed = true;
+        for client in 0..self.clients.len() {
+            let f = &self.files[file as usize];
+            let objects: Vec<(u32, u64)> =
+                f.osts.iter().zip(&f.obj_ids).map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj)).collect();
+            for (osc_i, obj) in objects {
+                let osc = &mut self.oscs[osc_i as usize];
+                let Some(oc) = osc.objects.get_mut(&obj) else { continue };
+                let extents = std::mem::take(&mut oc.extents);
+                (oc.full, oc.urgent, oc.hp) = Default::default();
+                if oc.writeback.is_empty() && oc.hp_in_flight == 0 {
+                    osc.objects.remove(&obj);
+                }
+                // osc_extent_finish() of an extent never sent: its grant is lost (reported back
+                // to the OST with the next RPC), but for one page borrowed by osc_free_grant()
+                let pages: u64 = extents.iter().map(|(s, e)| e.pages(*s)).sum();
+                let lost = pages * PAGE + extents.len() as u64 * EXTENT_TAX;
+                let borrow = PAGE + EXTENT_TAX;
+                if osc.avail_grant < borrow && lost >= borrow {
+                    osc.avail_grant += borrow;
+                }
+                osc.dirty_pages -= pages.min(osc.dirty_pages);
+                osc.pending_w_pages -= pages.min(osc.pending_w_pages);
+                // every write of the file has returned (its ranks are past it), so no thread
+                // waits for one of these extents to reach the OST
+                debug_assert!(extents.values().all(|e| e.sync_waiter.is_none()));
+                let woken = std::mem::take(&mut osc.cache_waiters);
+                let cl = &mut self.clients[client];
+                cl.dirty_pages -= pages.min(cl.dirty_pages);
+                let fd = &mut self.files[file as usize].dirty_pages[client];
+                *fd -= pages.min(*fd);
+                for w in woken {
+                    self.schedule(self.now, Ev::Thread(w));
+                }
+                self.check_rpcs(osc_i);
+            }
+            // every cached page lies in an LRU entry of the client
+            let entries: Vec<(u64, u64, u32)> =
+                self.clients[client].lru.iter().filter(|e| e.0 == file).map(|e| (e.1, e.2, e.3)).collect();
+            for (s, e, o) in entries {
+                let removed = self.files[file as usize].cache[client].remove(s, e);
+                let cl = &mut self.clients[client];
+                cl.cached_pages -= removed.min(cl.cached_pages);
+                let osc = &mut self.oscs[o as usize];
+                osc.cached_pages -= removed.min(osc.cached_pages);
+            }
+            self.clients[client].lru.retain(|e| e.0 != file);
+        }
+        if !self.callbacks.is_empty() && self.finish_callbacks(None) > 0 {
+            self.process_lock_queue();
+        }
     }
 
     /// The op holds its locks: move its data.
@@ -808,6 +984,16 @@ impl Sim {
         }
     }
 
+    /// The last write RPC of removed `file` from `client` is back: its remover goes on.
+    fn wake_removers(&mut self, file: u32, client: u32) {
+        for tid in 0..self.threads.len() {
+            let th = &self.threads[tid];
+            if th.client == client && th.op.as_ref().is_some_and(|op| op.state == OpState::WaitRemove && op.file == file) {
+                self.schedule(self.now, Ev::Thread(tid as u32));
+            }
+        }
+    }
+
     fn on_flusher(&mut self, ci: u32) {
         let cutoff = self.now.saturating_sub(DIRTY_EXPIRE_NS);
         let oscs = self.clients[ci as usize].oscs.clone();
@@ -826,6 +1012,9 @@ impl Sim {
     // ------------------------------------------------------------------ page cache and reads
 
     fn insert_cached(&mut self, client: usize, file: u32, first: u64, last: u64, osc_i: u32) {
+        if self.files[file as usize].removed {
+            return; // a read of it that was in flight when it went
+        }
         let added = self.files[file as usize].cache[client].insert(first, last);
         if added == 0 {
             return;
@@ -1434,6 +1623,9 @@ impl Sim {
                 let file = &mut self.files[f as usize];
                 file.dirty_pages[client] -= pages.min(file.dirty_pages[client]);
                 file.writes_in_flight[client] -= 1;
+                if file.removed && file.writes_in_flight[client] == 0 {
+                    self.wake_removers(f, client as u32);
+                }
                 self.wake_fsync_waiters(f, client as u32);
             }
             for tid in rpc.sync_waiters {
@@ -1522,6 +1714,16 @@ impl Sim {
                 if let Some((s, e)) = oc.extents.iter().find(|(s, e)| oc.writeback.first_in(**s, e.end).is_some()) {
                     return Err(format!("{}: object {obj}: dirty extent [{s}, {}] overlaps pages under write-back", o.name, e.end));
                 }
+            }
+        }
+        // nothing of a removed file stays in a page cache; its dirty pages are those of its
+        // write RPCs still in flight
+        for (i, f) in self.files.iter().enumerate().filter(|(_, f)| f.removed) {
+            if let Some(c) = f.cache.iter().position(|c| !c.is_empty()) {
+                return Err(format!("removed file {i}: {} pages in client {c}'s cache", f.cache[c].len()));
+            }
+            if let Some(c) = (0..f.dirty_pages.len()).find(|&c| f.dirty_pages[c] > 0 && f.writes_in_flight[c] == 0) {
+                return Err(format!("removed file {i}: {} dirty pages on client {c}", f.dirty_pages[c]));
             }
         }
         Ok(())

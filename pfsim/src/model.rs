@@ -242,6 +242,8 @@ pub struct File {
     /// Per stripe object: how many times its locks have changed (granted, called back,
     /// cancelled).
     pub lock_changes: Vec<u64>,
+    /// Unlinked (IOR between repetitions): nothing of it enters a page cache again.
+    pub removed: bool,
 }
 
 impl File {
@@ -285,6 +287,30 @@ pub enum OpState {
     WaitLock,
     /// Computing before the op is issued (h5bench timesteps, DLIO training steps).
     Think,
+    /// Going through the steps before the op (`Op::between`).
+    Between,
+    /// At a barrier of its job, for the other ranks.
+    WaitBarrier,
+    /// Removing a file: for the unlink's reply and its node's pages under write-back.
+    WaitRemove,
+}
+
+/// A step an IOR rank takes between two phases (see `workload::Between`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    Barrier,
+    Remove,
+}
+
+impl Step {
+    /// The steps of `between`, in order.
+    pub fn of(between: crate::workload::Between) -> &'static [Step] {
+        match between {
+            crate::workload::Between::Nothing => &[],
+            crate::workload::Between::Barrier => &[Step::Barrier],
+            crate::workload::Between::RemoveFile => &[Step::Barrier, Step::Remove, Step::Barrier],
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -306,6 +332,8 @@ pub struct Op {
     pub slot: usize,
     /// The op opens its file again first (whole-file personalities, a new DLIO file).
     pub reopen: bool,
+    /// Steps still to take before the op (IOR between phases); `file` is known after them.
+    pub between: &'static [Step],
 }
 
 /// What an application thread does; see workload.rs.

@@ -63,6 +63,21 @@ pub struct Request {
     pub reopen: bool,
     /// When the thread issues it: after its compute time (h5bench, DLIO), else at once.
     pub start_at: u64,
+    /// What the thread does first: IOR's barriers and file removal between its phases.
+    pub between: Between,
+}
+
+/// What an IOR rank does between two phases, as IOR's `TestIoSys()` does: after a write phase
+/// it waits at a barrier for every rank; after a read phase (the end of a repetition) it waits at
+/// a barrier, the file is removed (IOR removes it unless `-k`, and before the next write unless
+/// `-E`; with `-E` it opens it with `O_TRUNC`, which empties it as well), and it waits at a
+/// barrier again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Between {
+    #[default]
+    Nothing,
+    Barrier,
+    RemoveFile,
 }
 
 /// Roles of the threads of one job instance on one client (each role entry is one thread;
@@ -134,7 +149,7 @@ pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u3
         }
         Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => unreachable!("not a filebench thread"),
     };
-    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0 }
+    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0, between: Between::Nothing }
 }
 
 /// Whose data IOR process `rank` reads back: its own, or with `reorder_tasks` (IOR's `-C`) that
@@ -157,7 +172,9 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
     let ior = job.ior.as_ref().expect("checked in config");
     let per_block = (ior.block / ior.transfer).max(1);
     let total = per_block * ior.segments.max(1);
+    let mut between = Between::Nothing;
     if *pos >= total {
+        between = if *phase == 0 { Between::Barrier } else { Between::RemoveFile };
         *pos = 0;
         *phase ^= 1;
     }
@@ -179,6 +196,7 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
         fsync_after: *phase == 0 && last_of_phase && ior.fsync,
         reopen: *pos == 1,
         start_at: 0,
+        between,
     }
 }
 
@@ -257,6 +275,7 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
         fsync_after: false,
         reopen: prog.step == 1,
         start_at,
+        between: Between::Nothing,
     })
 }
 
@@ -366,6 +385,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
         fsync_after: false,
         reopen,
         start_at,
+        between: Between::Nothing,
     })
 }
 

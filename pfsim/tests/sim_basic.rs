@@ -2,7 +2,8 @@
 //! should, and what the applications move matches what the RPCs carry.
 
 mod common;
-use common::{scenario, Job, Scenario, GIB, MIB, SEC};
+use common::{scenario, Ior, Job, Scenario, GIB, MIB, SEC};
+use pfsim::stats::LliteCtr;
 use pfsim::{Config, Sim, Totals};
 
 fn run(workload: &str, iosize: u64, mppr: u32, mrif: u32) -> (Sim, Totals) {
@@ -107,6 +108,59 @@ fn rewriting_a_page_under_write_back_waits_for_its_rpc() {
     // beyond what the RPCs carried, the application wrote at most the pages dirty but not yet
     // sent and those in flight: the file, twice
     assert!(t.app_write_bytes <= t.osc_write_bytes + 2 * file, "{t:?}");
+}
+
+/// IOR's repetitions, as `TestIoSys()` runs them: every rank waits at a barrier after its write
+/// phase and after its read phase, and the file is removed before the next write phase, so no
+/// rank writes while another reads, and each repetition writes a new file. The removal drops
+/// the dirty pages not yet sent: they never reach the OST.
+#[test]
+fn ior_ranks_meet_at_barriers_and_remove_the_file_between_repetitions() {
+    use pfsim::model::OpState;
+    for fpp in [true, false] {
+        // three ranks on two clients: one client has two, so the ranks go at different speeds
+        let ior = Ior { processes: 3, transfer: MIB, block: 8 * MIB, segments: 1, file_per_process: fpp, random: false, fsync: false, reorder_tasks: false };
+        // one small RPC at a time: the writers leave dirty pages behind for the removal to drop
+        let mut sim = Scenario::new()
+            .clients(2)
+            .disks(8_000_000)
+            .tunable("osc.max_pages_per_rpc", "64")
+            .tunable("osc.max_rpcs_in_flight", "1")
+            .job(Job::ior(ior).clients(&[0, 1]))
+            .build();
+        let first_files: Vec<u32> = sim.threads.iter().map(|t| t.files[0]).collect();
+        let (mut phases_seen, mut last_phase) = (0, u32::MAX);
+        for step in 1..=2000 {
+            sim.run_until(step * 1_000_000);
+            sim.check_invariants().unwrap();
+            let busy: Vec<u32> = sim
+                .threads
+                .iter()
+                .filter(|t| t.op.as_ref().is_some_and(|op| !matches!(op.state, OpState::Between | OpState::WaitBarrier | OpState::WaitRemove)))
+                .map(|t| t.phase)
+                .collect();
+            assert!(busy.windows(2).all(|w| w[0] == w[1]), "fpp {fpp}: ranks in different phases at {} ms: {busy:?}", step);
+            if let Some(&p) = busy.first() {
+                if p != last_phase {
+                    (phases_seen, last_phase) = (phases_seen + 1, p);
+                }
+            }
+        }
+        assert!(phases_seen >= 4, "fpp {fpp}: only {phases_seen} phases in 2 s");
+        // each repetition writes a new file
+        assert!(sim.threads.iter().zip(&first_files).all(|(t, &f)| t.files[0] != f), "fpp {fpp}");
+        // the remover's unlinks: each rank its own file, or rank 0 the shared one
+        let unlinks: u64 = sim.clients.iter().map(|c| c.stats.get(LliteCtr::Unlink).count).sum();
+        let reps = (phases_seen / 2) as u64;
+        let removers = if fpp { 3 } else { 1 };
+        assert!(unlinks >= removers * (reps - 1) && unlinks <= removers * reps, "fpp {fpp}: {unlinks} unlinks, {reps} repetitions");
+        // dirty pages of removed files were dropped, not sent (in the shared file the ranks'
+        // extent locks conflict, and their callbacks flush everything before the removal)
+        let t = sim.totals();
+        if fpp {
+            assert!(t.osc_write_bytes < t.app_write_bytes, "{t:?}");
+        }
+    }
 }
 
 /// A `cached` job's file starts in the page cache: random reads of it send no RPC. A file

@@ -34,10 +34,17 @@ def test_written_values_are_applied_and_refused_ones_revert(small_scenario: Path
     name = f"osc.{osc}.max_rpcs_in_flight"
 
     file.write_text("32")
+    inode = file.stat().st_ino
     tree.apply_writes()
     assert engine.get_param(0, name) == "32\n"
-    assert file.read_text() == "32\n"
     assert log == []
+    # an accepted value stays as written: the tree never rewrites the file behind a writer's
+    # back, where it could undo a newer write (the agent restoring an original, say)
+    engine.run(engine.now_ns + 500_000_000)
+    tree.refresh()
+    tree.apply_writes()
+    assert file.read_text() == "32"
+    assert file.stat().st_ino == inode
 
     file.write_text("0\n")
     tree.apply_writes()

@@ -32,7 +32,9 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
 of ``transfer``), ``segments`` (1), ``file_per_process`` (false), ``random`` (false),
 ``reorder_tasks`` (false; IOR's ``-C``: each rank reads back what a rank on another client
 wrote, so that reads miss the writer's page cache), plus the common ``fsync`` (IOR's ``-e``:
-fsync at the end of each write phase), striping, ``start`` and ``stop`` keys.
+fsync at the end of each write phase), striping, ``start`` and ``stop`` keys. Ranks repeat a
+write phase and a read phase, with barriers between them, and remove the file at the end of each
+repetition, as IOR does (docs/pfsim.md).
 
 ``h5bench.vpic`` (h5bench_write) and ``h5bench.bdcats`` (h5bench_read) take h5bench's settings,
 lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_dims`` (1),

@@ -49,13 +49,19 @@ class VirtualTree:
             (root / param.path).parent.mkdir(parents=True, exist_ok=True)
 
     def refresh(self) -> int:
-        """Rewrite every file whose text changed since it was last written; return how many."""
+        """Rewrite every file whose text changed since it was last written; return how many.
+
+        A writable file that holds the current value, give or take white space (``lctl
+        set_param`` writes no newline), is left as it is.
+        """
         changed = 0
         for param in self.params:
             text = self.engine.get_param(self.client, param.name)
-            if self._written.get(param.path) != text:
-                self._write(param.path, text, param.writable)
-                changed += 1
+            last = self._written.get(param.path)
+            if last == text or (param.writable and last is not None and last.strip() == text.strip()):
+                continue  # a written value stays as written: rewriting could undo a newer write
+            self._write(param.path, text, param.writable)
+            changed += 1
         return changed
 
     def apply_writes(self) -> None:
@@ -80,7 +86,13 @@ class VirtualTree:
                 self.engine.set_param(self.client, param.name, value)
             except OSError as err:
                 self.log(f"set_param {param.name}={value}: {err.strerror or err}")
-            self._write(param.path, self.engine.get_param(self.client, param.name), writable=True)
+            current = self.engine.get_param(self.client, param.name)
+            if current.strip() == value:
+                # the file already says it; rewriting it here could undo a write made since
+                # it was read (a real sysfs file has no such window)
+                self._written[param.path] = content
+            else:
+                self._write(param.path, current, writable=True)
 
     def _write(self, relative: str, text: str, writable: bool) -> None:
         write_atomically(self.root / relative, text, 0o644 if writable else 0o444)
