@@ -681,6 +681,9 @@ impl Sim {
         self.files[file as usize].removed = true;
         for client in 0..self.clients.len() {
             let f = &self.files[file as usize];
+            if f.cache[client].is_empty() && f.dirty_pages[client] == 0 {
+                continue; // nothing of it on this client (most, on a large cluster)
+            }
             let objects: Vec<(u32, u64)> =
                 f.osts.iter().zip(&f.obj_ids).map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj)).collect();
             for (osc_i, obj) in objects {
