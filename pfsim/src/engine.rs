@@ -555,9 +555,9 @@ impl Sim {
             locked: false,
             slot: req.file_slot,
             reopen: req.reopen,
-            between: Step::of(req.between),
+            between: req.between,
         });
-        if !Step::of(req.between).is_empty() {
+        if !req.between.is_empty() {
             self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
             self.run_between(tid);
         } else if req.start_at > now {

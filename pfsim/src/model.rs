@@ -295,22 +295,13 @@ pub enum OpState {
     WaitRemove,
 }
 
-/// A step an IOR rank takes between two phases (see `workload::Between`).
+/// A step an IOR rank takes between two phases (see `workload::next_ior`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// Wait for every rank of the job.
     Barrier,
+    /// Remove the file, if this rank is the one that does.
     Remove,
-}
-
-impl Step {
-    /// The steps of `between`, in order.
-    pub fn of(between: crate::workload::Between) -> &'static [Step] {
-        match between {
-            crate::workload::Between::Nothing => &[],
-            crate::workload::Between::Barrier => &[Step::Barrier],
-            crate::workload::Between::RemoveFile => &[Step::Barrier, Step::Remove, Step::Barrier],
-        }
-    }
 }
 
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{H5Config, JobConfig};
-use crate::model::OpKind;
+use crate::model::{OpKind, Step};
 use crate::rng::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,22 +63,16 @@ pub struct Request {
     pub reopen: bool,
     /// When the thread issues it: after its compute time (h5bench, DLIO), else at once.
     pub start_at: u64,
-    /// What the thread does first: IOR's barriers and file removal between its phases.
-    pub between: Between,
+    /// What the thread does first, in order: IOR's barriers and file removal between phases.
+    pub between: &'static [Step],
 }
 
-/// What an IOR rank does between two phases, as IOR's `TestIoSys()` does: after a write phase
-/// it waits at a barrier for every rank; after a read phase (the end of a repetition) it waits at
-/// a barrier, the file is removed (IOR removes it unless `-k`, and before the next write unless
-/// `-E`; with `-E` it opens it with `O_TRUNC`, which empties it as well), and it waits at a
-/// barrier again.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Between {
-    #[default]
-    Nothing,
-    Barrier,
-    RemoveFile,
-}
+// IOR between phases, as its `TestIoSys()` does: after a write phase every rank waits at a
+// barrier; after a read phase (the end of a repetition) it waits at a barrier, the file is
+// removed (IOR removes it unless `-k`, and before the next write unless `-E`; with `-E` it
+// opens it with `O_TRUNC`, which empties it as well), and it waits at a barrier again.
+const AFTER_WRITE: &[Step] = &[Step::Barrier];
+const AFTER_READ: &[Step] = &[Step::Barrier, Step::Remove, Step::Barrier];
 
 /// Roles of the threads of one job instance on one client (each role entry is one thread;
 /// threads sharing a file are listed with the same file group).
@@ -149,7 +143,7 @@ pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u3
         }
         Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => unreachable!("not a filebench thread"),
     };
-    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0, between: Between::Nothing }
+    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0, between: &[] }
 }
 
 /// Whose data IOR process `rank` reads back: its own, or with `reorder_tasks` (IOR's `-C`) that
@@ -172,9 +166,9 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
     let ior = job.ior.as_ref().expect("checked in config");
     let per_block = (ior.block / ior.transfer).max(1);
     let total = per_block * ior.segments.max(1);
-    let mut between = Between::Nothing;
+    let mut between: &'static [Step] = &[];
     if *pos >= total {
-        between = if *phase == 0 { Between::Barrier } else { Between::RemoveFile };
+        between = if *phase == 0 { AFTER_WRITE } else { AFTER_READ };
         *pos = 0;
         *phase ^= 1;
     }
@@ -275,7 +269,7 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
         fsync_after: false,
         reopen: prog.step == 1,
         start_at,
-        between: Between::Nothing,
+        between: &[],
     })
 }
 
@@ -385,7 +379,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
         fsync_after: false,
         reopen,
         start_at,
-        between: Between::Nothing,
+        between: &[],
     })
 }
 
