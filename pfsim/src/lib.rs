@@ -28,5 +28,11 @@ pub mod workload;
 #[cfg(feature = "python")]
 mod python;
 
+// The simulator allocates and frees small objects in every event (B-tree nodes, page bitmaps,
+// RPC vectors); mimalloc serves them faster than glibc's malloc (docs/performance.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub use config::Config;
 pub use engine::{Sim, Totals};
