@@ -1,4 +1,5 @@
-"""DIAL's Conditional Score Greedy (Algorithm 1) with stand-in models."""
+"""DIAL's Conditional Score Greedy (Algorithm 1) with stand-in models: the paper's scores and the
+scores of DIAL's released tuner (DIR-LAB/VertoIO ``greedy_config``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from pfstune.errors import UserError
 from pfstune.testing.tuners import BOUNDS, DEFAULT, SyntheticOsc, check_tuner
 from pfstune.tuners._base import Config, Context
-from pfstune.tuners.dial import DIAL99, DialTuner
+from pfstune.tuners.dial import DIAL99, DialTuner, _client_of
 
 OSC = "fs-OST0000-osc-ffff000000000001"
 
@@ -44,27 +45,122 @@ def test_grid_is_dial99() -> None:
     assert {c["max_rpcs_in_flight"] for c in DIAL99} == {2**i for i in range(9)}
 
 
-def test_write_score_trades_probability_for_size() -> None:
+def _config(pages: int, flight: int) -> Config:
+    return {"max_pages_per_rpc": pages, "max_rpcs_in_flight": flight}
+
+
+def test_paper_write_score_trades_probability_for_size() -> None:
     trusted = {(64, 4): 0.95, (256, 2): 0.93, (1024, 64): 0.5}
     model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.1))
     # normalised log2: 64 pages -> 0.6, 256 -> 0.8; 4 in flight -> 0.25, 2 -> 0.125
     # beta = 1: (64, 4) 0.95 * 1.85 = 1.7575 < (256, 2) 0.93 * 1.925 = 1.790
-    assert DialTuner(predictor=model).suggest(_context("write")) == {"max_pages_per_rpc": 256, "max_rpcs_in_flight": 2}
+    assert DialTuner(score="paper", predictor=model).suggest(_context("write")) == _config(256, 2)
     # beta = 0: the score is p alone, so the most trusted configuration wins
-    assert DialTuner(beta=0.0, predictor=model).suggest(_context("write")) == {
+    assert DialTuner(score="paper", beta=0.0, predictor=model).suggest(_context("write")) == {
         "max_pages_per_rpc": 64,
         "max_rpcs_in_flight": 4,
     }
     # (1024, 64) is the largest but not trusted (p <= tau): never chosen
 
 
-def test_read_score_adds_the_rpcs_in_flight_term() -> None:
+def test_paper_read_score_adds_the_rpcs_in_flight_term() -> None:
     trusted = {(1024, 1): 0.99, (16, 256): 0.81}
     model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.0))
     # read: (1024, 1): 0.99 * 2 + 0 = 1.98; (16, 256): 0.81 * 1.4 + 1 = 2.134
-    assert DialTuner(predictor=model).suggest(_context("read")) == {"max_pages_per_rpc": 16, "max_rpcs_in_flight": 256}
+    assert DialTuner(score="paper", predictor=model).suggest(_context("read")) == _config(16, 256)
     # write: (1024, 1): 0.99 * 2 = 1.98; (16, 256): 0.81 * 2.4 = 1.944
-    assert DialTuner(predictor=model).suggest(_context("write")) == {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 1}
+    assert DialTuner(score="paper", predictor=model).suggest(_context("write")) == _config(1024, 1)
+
+
+def test_released_scores_normalise_p_over_the_trusted_set() -> None:
+    trusted = {(64, 4): 0.95, (256, 2): 0.93, (4, 2): 0.94, (1024, 64): 0.5}
+    model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.1))
+    # q: (64, 4) -> 1, (4, 2) -> 0.5, (256, 2) -> 0; write q * (1 + x1 + x2):
+    # (64, 4) 1 * 1.85 = 1.85, (4, 2) 0.5 * 1.325 = 0.6625, (256, 2) 0
+    assert DialTuner(predictor=model).suggest(_context("write")) == _config(64, 4)
+    # read q + x1 + x2: (64, 4) 1 + 0.85 = 1.85, (4, 2) 0.5 + 0.325 = 0.825, (256, 2) 0 + 0.925 = 0.925
+    assert DialTuner(predictor=model).suggest(_context("read")) == _config(64, 4)
+    # equal p: q = 1 for all, so the sizes decide: (256, 2) has the largest x1 + x2
+    flat = _Table(lambda c: 0.9 if (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) in trusted else 0.1)
+    assert DialTuner(predictor=flat).suggest(_context("write")) == _config(1024, 64)
+    assert DialTuner(predictor=flat).suggest(_context("read")) == _config(1024, 64)
+
+
+def test_released_scores_take_a_lone_trusted_configuration() -> None:
+    model = _Table(lambda c: 0.85 if (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) == (2, 1) else 0.3)
+    assert DialTuner(predictor=model).suggest(_context("write")) == _config(2, 1)
+    assert DialTuner(predictor=model).suggest(_context("read")) == _config(2, 1)
+
+
+def _write_row(config: Config, dirty: float, carried: float, app: float) -> dict[str, float]:
+    """A write interval: the OSC's dirty level at its end, bytes its RPCs carried, bytes the mount wrote."""
+    return {
+        **SyntheticOsc(write=True).metrics(config),
+        "cur_dirty_bytes": dirty,
+        "ost_write_rpc_bytes_data.samples_sum": carried,
+        "llite_stats_write_bytes.samples_sum": app,
+    }
+
+
+def test_writes_the_cache_absorbs_prefer_few_rpcs_in_flight_then_pause() -> None:
+    model = _Table(lambda c: 0.9 if c["max_pages_per_rpc"] >= 256 and c["max_rpcs_in_flight"] >= 4 else 0.2)
+    tuner = DialTuner(predictor=model)
+    mib = 1048576.0
+    config = dict(DEFAULT)
+    # first interval: the dirty level before it is unknown, so the usual write score (largest sizes)
+    first = tuner.suggest(Context(OSC, 0.5, config, BOUNDS, _write_row(config, 100 * mib, 50 * mib, 50 * mib)))
+    assert first == _config(1024, 256)
+    # the application wrote 400 MiB; 101 MiB entered the cache (200 dirty + 1 sent - 100 before) and
+    # the RPCs carried 1 MiB of it: 0.25% < 80%, so fewer RPCs in flight win and the OSC pauses
+    row = _write_row(first, 200 * mib, mib, 400 * mib)
+    second = tuner.suggest(Context(OSC, 1.0, first, BOUNDS, row))
+    assert second == _config(256, 4)  # the smallest trusted in-flight value, then the first in grid order
+    calls = len(model.calls)
+    for tick in range(5):  # skip_intervals: unchanged, and no model call
+        row = _write_row(second, 200 * mib, 100 * mib, 100 * mib)
+        assert tuner.suggest(Context(OSC, 1.5 + tick / 2, second, BOUNDS, row)) == second
+    assert len(model.calls) == calls
+    # then the RPCs carry what the application wrote (100 MiB in, 100 MiB out: 100%): the usual score
+    row = _write_row(second, 200 * mib, 100 * mib, 100 * mib)
+    assert tuner.suggest(Context(OSC, 4.0, second, BOUNDS, row)) == _config(1024, 256)
+    assert len(model.calls) == calls + 1
+
+
+def test_the_written_share_is_split_over_the_clients_oscs() -> None:
+    model = _Table(lambda c: 0.9 if c["max_rpcs_in_flight"] >= 4 else 0.2)
+    mib = 1048576.0
+    a, b = "fs-OST0000-osc-ffff000000000001", "fs-OST0001-osc-ffff000000000001"
+    other = "fs-OST0000-osc-ffff000000000002"  # another mount: its cache does not count
+    tuner = DialTuner(predictor=model)
+    start = [Context(name, 0.5, dict(DEFAULT), BOUNDS, _write_row(DEFAULT, 0.0, 0.0, 0.0)) for name in (a, b, other)]
+    tuner.suggest_batch(start)
+    # 300 MiB written by the mount; a took 100 MiB into its cache and sent 90 (90% of its share),
+    # b took 200 MiB and sent 100 (50% of its share: absorbed); the other mount sent everything
+    rows = [
+        _write_row(DEFAULT, 10 * mib, 90 * mib, 300 * mib),
+        _write_row(DEFAULT, 100 * mib, 100 * mib, 300 * mib),
+        _write_row(DEFAULT, 0.0, 5000 * mib, 5000 * mib),
+    ]
+    names = (a, b, other)
+    got = tuner.suggest_batch([Context(n, 1.0, dict(DEFAULT), BOUNDS, r) for n, r in zip(names, rows, strict=True)])
+    assert got[0]["max_rpcs_in_flight"] == 256
+    assert got[1]["max_rpcs_in_flight"] == 4
+    assert got[2]["max_rpcs_in_flight"] == 256
+
+
+def test_client_of_names_the_mount() -> None:
+    assert _client_of("lustre-OST0003-osc-ffff8b06d2edc000") == "lustre-ffff8b06d2edc000"
+    assert _client_of("my-fs-OST0003-osc-ffff8b06d2edc000") == "my-fs-ffff8b06d2edc000"
+    assert _client_of("odd-name") == "odd-name"
+
+
+def test_paper_scores_ignore_absorbed_writes() -> None:
+    model = _Table(lambda c: 0.9 if c["max_rpcs_in_flight"] >= 4 else 0.2)
+    tuner = DialTuner(score="paper", predictor=model)
+    mib = 1048576.0
+    tuner.suggest(Context(OSC, 0.5, dict(DEFAULT), BOUNDS, _write_row(DEFAULT, 0.0, 0.0, 0.0)))
+    row = _write_row(DEFAULT, 200 * mib, mib, 400 * mib)
+    assert tuner.suggest(Context(OSC, 1.0, dict(DEFAULT), BOUNDS, row)) == _config(1024, 256)
 
 
 def test_nothing_above_tau_keeps_the_configuration() -> None:
@@ -113,11 +209,25 @@ def test_nan_features_reach_the_model_as_nan() -> None:
     assert seen[0]["cur_grant_bytes"].isna().all()  # a column the row lacks
 
 
-@pytest.mark.parametrize("options", [{"tau": 1.0}, {"alpha": -1.0}, {"beta": -0.5}])
-def test_bad_options(options: dict[str, float]) -> None:
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"tau": 1.0},
+        {"alpha": -1.0},
+        {"beta": -0.5},
+        {"score": "best"},
+        {"xfer_threshold": 120.0},
+        {"skip_intervals": -1},
+        {"skip_intervals": 2.5},
+    ],
+)
+def test_bad_options(options: dict[str, object]) -> None:
     with pytest.raises(UserError):
         DialTuner(predictor=_Table(lambda c: 0.5), **options)  # type: ignore[arg-type]
 
 
-def test_dial_with_a_stand_in_model_conforms() -> None:
-    check_tuner(lambda: DialTuner(predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3)))
+@pytest.mark.parametrize("score", ["released", "paper"])
+def test_dial_with_a_stand_in_model_conforms(score: str) -> None:
+    check_tuner(
+        lambda: DialTuner(score=score, predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3))
+    )

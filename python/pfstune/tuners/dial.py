@@ -10,16 +10,38 @@ Every probe, for every OSC that moved data in the interval that just ended:
 3. S = {c : p(c) > tau} (tau = 0.8).  If S is empty the configuration stays as it is.
 4. Configurations in S are min-max normalised: each parameter's log2 over the grid's range, so
    1 -> 0 and the largest grid value -> 1 (DIAL's collector used the same log2 scale).
-5. The choice is the argmax over S of the operation's score:
-   write: ``p * (1 + beta * (x1 + x2))``; read: ``p * (1 + alpha * x1) + x2`` (lines 12 and 14), where
-   x1 is the normalised ``max_pages_per_rpc`` and x2 the normalised ``max_rpcs_in_flight``.  The
-   regularisers favour larger RPCs and more RPCs in flight among configurations the model
-   already trusts, which is what keeps the search from settling on timid "safe" choices.
+5. The choice is the argmax over S of the operation's score, where x1 is the normalised
+   ``max_pages_per_rpc`` and x2 the normalised ``max_rpcs_in_flight``.  The regularisers favour
+   larger RPCs and more RPCs in flight among configurations the model already trusts, which is
+   what keeps the search from settling on timid "safe" choices.
+
+The seed prints the scores as ``p * (1 + beta * (x1 + x2))`` (write) and
+``p * (1 + alpha * x1) + x2`` (read), lines 12 and 14; ``score=paper`` uses exactly those.  The
+default, ``score=released``, is what DIAL's authors released as its tuner (DIR-LAB/VertoIO,
+``tuning_scripts/tuning_rpc_param_{read,write}.py``, ``greedy_config``), which fills in what the
+paper leaves open:
+
+- a single configuration in S is chosen as it is;
+- p is min-max normalised over S first (q = 1 for all when they are equal), then
+  write: ``q * (1 + x1 + x2)``, read: ``q + x1 + x2``;
+- **writes the cache absorbs**: when the client's application wrote bytes in the interval but this
+  OSC's write RPCs carried less than ``xfer_threshold`` percent (80) of its estimated share of them,
+  the write score becomes ``q + (1 - x2)`` (fewer RPCs in flight win) and the OSC's next
+  ``skip_intervals`` (5) write intervals change nothing.  The share is DIAL's
+  ``pct_estimated_write_xfer``: the bytes that entered this OSC's dirty cache in the interval
+  (``cur_dirty_bytes`` now + bytes its write RPCs carried - ``cur_dirty_bytes`` at the previous
+  probe), as a fraction of the same over every OSC of the client, times the mount's llite
+  ``write_bytes``.  Such writes are rewrites of cached pages, or data discarded before it is sent;
+  piling up RPCs in flight only makes the next rewrite wait for pages under write-back.
 
 An OSC that carried no data reverts to the configuration it had when the tuner first saw it
 (its original values; DIAL's collector restored the defaults), so an idle device is left as the
 administrator set it.  The model is loaded from a model directory (``model``, default the one
 shipped in the package, see :mod:`pfstune.models`).
+
+Not taken from the released tuner: it starts every OSC's first busy interval at (1, 1) and skips
+reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5% of the pages
+(the probe does not read ``read_ahead_stats``).
 """
 
 from __future__ import annotations
@@ -33,6 +55,13 @@ import pandas as pd
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix
 from pfstune.tuners._base import Config, Context, Tuner
+
+#: The scores of Algorithm 1: as released by DIAL's authors, or as printed in the seed.
+SCORES = ("released", "paper")
+
+_DIRTY = "cur_dirty_bytes"
+_RPC_WRITTEN = "ost_write_rpc_bytes_data.samples_sum"
+_APP_WRITTEN = "llite_stats_write_bytes.samples_sum"
 
 #: DIAL's candidate grid: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8.
 DIAL99: tuple[Config, ...] = tuple(
@@ -70,15 +99,31 @@ class DialTuner(Tuner):
         tau: float = 0.8,
         alpha: float = 1.0,
         beta: float = 1.0,
+        score: str = "released",
+        xfer_threshold: float = 80.0,
+        skip_intervals: int = 5,
         *,
         predictor: Predictor | None = None,
     ) -> None:
-        """Load the model directory ``model`` (``default``: the shipped model) unless ``predictor`` is given."""
+        """Load the model directory ``model`` (``default``: the shipped model) unless ``predictor`` is given.
+
+        ``alpha`` and ``beta`` weigh the paper's scores (``score=paper``); ``xfer_threshold`` and
+        ``skip_intervals`` belong to the released scores (``score=released``).
+        """
         if not 0 <= tau < 1:
             raise UserError(f"dial: tau must be in [0, 1), got {tau}")
         if alpha < 0 or beta < 0:
             raise UserError("dial: alpha and beta must be >= 0")
+        if score not in SCORES:
+            raise UserError(f"dial: score must be one of {', '.join(SCORES)}, got {score!r}")
+        if not 0 <= xfer_threshold <= 100:
+            raise UserError(f"dial: xfer_threshold must be a percentage in [0, 100], got {xfer_threshold}")
+        if skip_intervals < 0 or int(skip_intervals) != skip_intervals:
+            raise UserError(f"dial: skip_intervals must be a whole number >= 0, got {skip_intervals}")
         self.tau, self.alpha, self.beta = tau, alpha, beta
+        self.score = score
+        self.xfer_threshold = float(xfer_threshold)
+        self.skip_intervals = int(skip_intervals)
         self.model_path = model
         if predictor is None:
             from pfstune.models import load_model  # deferred: LightGBM is only needed when DIAL runs
@@ -89,6 +134,8 @@ class DialTuner(Tuner):
         self._pages, self._flight = _normalised_grid(self.grid)
         self._originals: dict[str, Config] = {}
         self._allowed: dict[tuple[tuple[str, tuple[int, int]], ...], np.ndarray] = {}  # bounds -> grid mask
+        self._dirty: dict[str, float] = {}  # cur_dirty_bytes of each OSC at the previous probe
+        self._skip: dict[str, int] = {}  # write intervals each OSC still leaves alone
 
     def suggest(self, context: Context) -> Config:
         """Algorithm 1 for one OSC (see :meth:`suggest_batch`)."""
@@ -98,6 +145,7 @@ class DialTuner(Tuner):
         """Algorithm 1 for every OSC, with one model call per operation for all of them."""
         results: list[Config] = []
         by_op: dict[str, list[int]] = {"read": [], "write": []}
+        absorbed = self._absorbed_writes(contexts) if self.score == "released" else [False] * len(contexts)
         for index, context in enumerate(contexts):
             self._originals.setdefault(context.osc, dict(context.config))
             results.append(dict(context.config))
@@ -107,6 +155,9 @@ class DialTuner(Tuner):
             if op is None:  # idle: back to what the administrator had
                 results[index] = dict(self._originals[context.osc])
                 continue
+            if op == "write" and self._skip.get(context.osc, 0) > 0:
+                self._skip[context.osc] -= 1  # left alone after writes the cache absorbed
+                continue
             by_op[op].append(index)
         for operation, indices in by_op.items():
             if not indices:
@@ -114,11 +165,54 @@ class DialTuner(Tuner):
             values = feature_matrix([contexts[i].metrics for i in indices], FEATURE_COLUMNS)
             rows = pd.DataFrame(values, columns=list(FEATURE_COLUMNS))
             probabilities = np.asarray(self.predictor.predict_proba(operation, rows, self.grid), dtype=float)
-            choices = self._choose_many(operation, probabilities, [contexts[i].bounds for i in indices])
-            for index, choice in zip(indices, choices, strict=True):
+            low = np.array([absorbed[i] for i in indices], dtype=bool)
+            choices, lowered = self._choose_many(operation, probabilities, [contexts[i].bounds for i in indices], low)
+            for index, choice, skip in zip(indices, choices, lowered, strict=True):
                 if choice is not None:
                     results[index] = {**results[index], **choice}
+                if skip:
+                    self._skip[contexts[index].osc] = self.skip_intervals
         return results
+
+    def _absorbed_writes(self, contexts: Sequence[Context]) -> list[bool]:
+        """Per context: did the client write bytes this OSC's RPCs mostly did not carry?
+
+        DIAL's ``pct_estimated_write_xfer < 80`` with llite write bytes (module docstring).  Also
+        remembers each OSC's ``cur_dirty_bytes`` for the next probe.  False while an OSC's
+        previous dirty level is unknown (the first interval the tuner sees).
+        """
+        cached: list[float | None] = []
+        per_client: dict[str, float] = {}
+        for context in contexts:
+            metrics = context.metrics
+            dirty = _number(metrics, _DIRTY)
+            before = self._dirty.get(context.osc)
+            if dirty is None:
+                cached.append(None)
+                continue
+            self._dirty[context.osc] = dirty
+            written = _number(metrics, _RPC_WRITTEN)
+            if before is None or written is None:
+                cached.append(None)
+                continue
+            into_cache = dirty + written - before
+            cached.append(into_cache)
+            client = _client_of(context.osc)
+            per_client[client] = per_client.get(client, 0.0) + into_cache
+        absorbed: list[bool] = []
+        for context, entered in zip(contexts, cached, strict=True):
+            app = _number(context.metrics, _APP_WRITTEN)
+            if entered is None or app is None or app == 0:
+                absorbed.append(False)
+                continue
+            total = per_client[_client_of(context.osc)]
+            if entered == 0 or total == 0:
+                pct = 0.0  # as DIAL's get_pct_estimated_write_xfer: no estimate reads as 0%
+            else:
+                carried = _number(context.metrics, _RPC_WRITTEN) or 0.0
+                pct = carried / (app * entered / total) * 100.0
+            absorbed.append(pct < self.xfer_threshold)
+        return absorbed
 
     def _allowed_mask(self, bounds: Mapping[str, tuple[int, int]]) -> np.ndarray:
         """Which grid configurations lie within ``bounds`` (cached: OSCs mostly share their bounds)."""
@@ -132,10 +226,16 @@ class DialTuner(Tuner):
         return allowed
 
     def _choose_many(
-        self, op: str, p: np.ndarray, bounds: Sequence[Mapping[str, tuple[int, int]]]
-    ) -> list[Config | None]:
+        self,
+        op: str,
+        p: np.ndarray,
+        bounds: Sequence[Mapping[str, tuple[int, int]]],
+        low: np.ndarray | None = None,
+    ) -> tuple[list[Config | None], list[bool]]:
         """Algorithm 1's choice for every row of ``p`` (rows, candidates): the best-scoring trusted
-        configuration within the row's bounds, None where none is trusted."""
+        configuration within the row's bounds, None where none is trusted.  ``low`` marks the write
+        rows whose cache absorbed the writes (released scores); the second list says which rows
+        used the low-in-flight score and so start a pause."""
         # OSCs mostly share their bounds: one mask per distinct bounds, then one row per OSC.
         distinct: dict[Any, int] = {}
         masks: list[np.ndarray] = []
@@ -152,22 +252,64 @@ class DialTuner(Tuner):
             which.append(at)
         allowed = np.stack(masks)[which] if masks else np.zeros(p.shape, dtype=bool)
         in_s = allowed & (p > self.tau)
-        if op == "write":
-            scores = p * (1 + self.beta * (self._pages + self._flight))
+        lowered = np.zeros(p.shape[0], dtype=bool)
+        if self.score == "paper":
+            if op == "write":
+                scores = p * (1 + self.beta * (self._pages + self._flight))
+            else:
+                scores = p * (1 + self.alpha * self._pages) + self._flight
         else:
-            scores = p * (1 + self.alpha * self._pages) + self._flight
+            # p min-max normalised over S (tuning_utils.normalize: 1 when all are equal)
+            top = np.where(in_s, p, -np.inf).max(axis=1, keepdims=True)
+            bottom = np.where(in_s, p, np.inf).min(axis=1, keepdims=True)
+            span = top - bottom
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q = np.where(span > 0, (p - bottom) / np.where(span > 0, span, 1.0), 1.0)
+            if op == "write":
+                scores = q * (1 + self._pages + self._flight)
+                if low is not None and low.any():
+                    # a lone trusted configuration is taken as it is, before any score (greedy_config)
+                    lowered = low & (in_s.sum(axis=1) > 1)
+                    scores = np.where(lowered[:, None], q + (1 - self._flight), scores)
+            else:
+                scores = q + self._pages + self._flight
         best: list[int] = np.argmax(np.where(in_s, scores, -np.inf), axis=1).tolist()
         trusted: list[bool] = np.asarray(in_s.any(axis=1)).tolist()
-        return [dict(self.grid[b]) if ok else None for b, ok in zip(best, trusted, strict=True)]
+        choices = [dict(self.grid[b]) if ok else None for b, ok in zip(best, trusted, strict=True)]
+        return choices, lowered.tolist()
 
     def forget(self, osc: str) -> None:
         """Drop the original values of a device that went away."""
         self._originals.pop(osc, None)
 
     def state_dict(self) -> dict[str, Any]:
-        """The originals per OSC (the model itself is its own directory)."""
-        return {"model": self.model_path, "originals": {osc: dict(c) for osc, c in self._originals.items()}}
+        """The originals per OSC, and the released scores' memory (the model is its own directory)."""
+        return {
+            "model": self.model_path,
+            "originals": {osc: dict(c) for osc, c in self._originals.items()},
+            "dirty": dict(self._dirty),
+            "skip": dict(self._skip),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore the originals saved by :meth:`state_dict`."""
+        """Restore what :meth:`state_dict` saved."""
         self._originals = {osc: {k: int(v) for k, v in c.items()} for osc, c in state.get("originals", {}).items()}
+        self._dirty = {osc: float(v) for osc, v in state.get("dirty", {}).items()}
+        self._skip = {osc: int(v) for osc, v in state.get("skip", {}).items()}
+
+
+def _number(metrics: Mapping[str, float], name: str) -> float | None:
+    """A finite metric, or None when the row lacks it."""
+    value = metrics.get(name)
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _client_of(osc: str) -> str:
+    """The mount an OSC belongs to: ``<fs>-OST0000-osc-<instance>`` -> ``<fs>-<instance>``."""
+    fs, sep, instance = osc.partition("-OST")
+    if not sep or "-osc-" not in instance:
+        return osc
+    return f"{fs}-{instance.rsplit('-osc-', 1)[1]}"
