@@ -39,9 +39,11 @@ An OSC that carried no data reverts to the configuration it had when the tuner f
 administrator set it.  The model is loaded from a model directory (``model``, default the one
 shipped in the package, see :mod:`pfstune.models`).
 
-Not taken from the released tuner: it starts every OSC's first busy interval at (1, 1) and skips
-reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5% of the pages
-(the probe does not read ``read_ahead_stats``).
+Not taken from the released tuner: it starts every OSC's first busy interval at (1, 1); it keeps
+an OSC's configuration through idle intervals and does not tune right after one (here an idle OSC
+goes back to its original values, so that a device left alone is as the administrator set it);
+and it skips reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5%
+of the pages (the probe does not read ``read_ahead_stats``).
 """
 
 from __future__ import annotations
