@@ -43,8 +43,9 @@ Not taken from the released tuner: it starts every OSC's first busy interval at 
 an OSC's configuration through idle intervals and does not tune right after one (here an idle OSC
 goes back to its original values, so that a device left alone is as the administrator set it);
 and it skips reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5%
-of the pages.  That last rule never fired on DIAL's own Lustre 2.15.5 testbed: since 2.13 the
-counter is printed ``hit_max_readahead_issue``, which the released tuner's pattern does not match.
+of the pages.  That last rule cannot have fired on DIAL's own Lustre 2.15.5 testbed: 2.15
+prints the counter as ``hit_max_readahead_issue``, which the released tuner's pattern does not
+match (lustre-client.md section 1.6).
 """
 
 from __future__ import annotations
