@@ -140,6 +140,7 @@ class DialTuner(Tuner):
         self._allowed: dict[tuple[tuple[str, tuple[int, int]], ...], np.ndarray] = {}  # bounds -> grid mask
         self._dirty: dict[str, float] = {}  # cur_dirty_bytes of each OSC at the previous probe
         self._skip: dict[str, int] = {}  # write intervals each OSC still leaves alone
+        self._clients: dict[str, str] = {}  # OSC -> its mount
 
     def suggest(self, context: Context) -> Config:
         """Algorithm 1 for one OSC (see :meth:`suggest_batch`)."""
@@ -183,40 +184,37 @@ class DialTuner(Tuner):
 
         DIAL's ``pct_estimated_write_xfer < 80`` with llite write bytes (module docstring).  Also
         remembers each OSC's ``cur_dirty_bytes`` for the next probe.  False while an OSC's
-        previous dirty level is unknown (the first interval the tuner sees).
+        previous dirty level is unknown (the first interval the tuner sees).  Vectorised: the
+        agent asks this for every OSC of the node at every probe.
         """
-        cached: list[float | None] = []
-        per_client: dict[str, float] = {}
-        for context in contexts:
-            metrics = context.metrics
-            dirty = _number(metrics, _DIRTY)
-            before = self._dirty.get(context.osc)
-            if dirty is None:
-                cached.append(None)
-                continue
-            self._dirty[context.osc] = dirty
-            written = _number(metrics, _RPC_WRITTEN)
-            if before is None or written is None:
-                cached.append(None)
-                continue
-            into_cache = dirty + written - before
-            cached.append(into_cache)
-            client = _client_of(context.osc)
-            per_client[client] = per_client.get(client, 0.0) + into_cache
-        absorbed: list[bool] = []
-        for context, entered in zip(contexts, cached, strict=True):
-            app = _number(context.metrics, _APP_WRITTEN)
-            if entered is None or app is None or app == 0:
-                absorbed.append(False)
-                continue
-            total = per_client[_client_of(context.osc)]
-            if entered == 0 or total == 0:
-                pct = 0.0  # as DIAL's get_pct_estimated_write_xfer: no estimate reads as 0%
-            else:
-                carried = _number(context.metrics, _RPC_WRITTEN) or 0.0
-                pct = carried / (app * entered / total) * 100.0
-            absorbed.append(pct < self.xfer_threshold)
-        return absorbed
+        if not any(c.metrics for c in contexts):  # the first probe: no interval yet
+            return [False] * len(contexts)
+        values = feature_matrix([c.metrics for c in contexts], (_DIRTY, _RPC_WRITTEN, _APP_WRITTEN))
+        dirty, carried, app = values[:, 0], values[:, 1], values[:, 2]
+        before = np.array([self._dirty.get(c.osc, np.nan) for c in contexts], dtype=float)
+        for context, level in zip(contexts, dirty.tolist(), strict=True):
+            if np.isfinite(level):
+                self._dirty[context.osc] = level
+        # bytes that entered each OSC's dirty cache in the interval (NaN where anything is unknown)
+        into_cache = dirty + carried - before
+        known = np.isfinite(into_cache)
+        clients = [self._client(c.osc) for c in contexts]
+        _, which = np.unique(clients, return_inverse=True)
+        total = np.bincount(which, weights=np.where(known, into_cache, 0.0))[which]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = app * into_cache / total
+            # as DIAL's get_pct_estimated_write_xfer: no estimate (nothing cached) reads as 0%
+            pct = np.where((into_cache != 0) & (total != 0), carried / share * 100.0, 0.0)
+        absorbed = known & np.isfinite(app) & (app != 0) & (pct < self.xfer_threshold)
+        result: list[bool] = absorbed.tolist()
+        return result
+
+    def _client(self, osc: str) -> str:
+        """The mount of ``osc`` (cached: the same OSCs come back every probe)."""
+        client = self._clients.get(osc)
+        if client is None:
+            client = self._clients[osc] = _client_of(osc)
+        return client
 
     def _allowed_mask(self, bounds: Mapping[str, tuple[int, int]]) -> np.ndarray:
         """Which grid configurations lie within ``bounds`` (cached: OSCs mostly share their bounds)."""
@@ -283,8 +281,11 @@ class DialTuner(Tuner):
         return choices, lowered.tolist()
 
     def forget(self, osc: str) -> None:
-        """Drop the original values of a device that went away."""
+        """Drop what is kept about a device that went away."""
         self._originals.pop(osc, None)
+        self._dirty.pop(osc, None)
+        self._skip.pop(osc, None)
+        self._clients.pop(osc, None)
 
     def state_dict(self) -> dict[str, Any]:
         """The originals per OSC, and the released scores' memory (the model is its own directory)."""
