@@ -303,15 +303,6 @@ class DialTuner(Tuner):
         self._skip = {osc: int(v) for osc, v in state.get("skip", {}).items()}
 
 
-def _number(metrics: Mapping[str, float], name: str) -> float | None:
-    """A finite metric, or None when the row lacks it."""
-    value = metrics.get(name)
-    if value is None:
-        return None
-    value = float(value)
-    return value if np.isfinite(value) else None
-
-
 def _client_of(osc: str) -> str:
     """The mount an OSC belongs to: ``<fs>-OST0000-osc-<instance>`` -> ``<fs>-<instance>``."""
     fs, sep, instance = osc.partition("-OST")
