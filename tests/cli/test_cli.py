@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -173,3 +174,21 @@ def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
     assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
     assert "osc.max_rpcs_in_flight" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`pfstune ... | head` closes the pipe early: exit 141 (SIGPIPE), no traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first byte is written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pfstune", "sim", "presets", "--json"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141
+    assert "Traceback" not in done.stderr

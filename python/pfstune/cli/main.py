@@ -9,6 +9,8 @@ Every subcommand module has ``setup_parser(subparsers)``, which registers its pa
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -95,4 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`pfstune ... | head`): stop quietly, as other Unix tools do, and
+        # point stdout at /dev/null so the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     return status
