@@ -58,6 +58,7 @@ import pandas as pd
 
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix
+from pfstune.lustre.layout import parse_osc_name
 from pfstune.tuners._base import Config, Context, Tuner
 
 #: The scores of Algorithm 1: as released by DIAL's authors, or as printed in the seed.
@@ -304,8 +305,6 @@ class DialTuner(Tuner):
 
 
 def _client_of(osc: str) -> str:
-    """The mount an OSC belongs to: ``<fs>-OST0000-osc-<instance>`` -> ``<fs>-<instance>``."""
-    fs, sep, instance = osc.partition("-OST")
-    if not sep or "-osc-" not in instance:
-        return osc
-    return f"{fs}-{instance.rsplit('-osc-', 1)[1]}"
+    """The mount an OSC belongs to (its llite instance); the name itself if it is not an OSC's."""
+    device = parse_osc_name(osc)
+    return device.llite if device is not None else osc
