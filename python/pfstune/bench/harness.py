@@ -250,12 +250,7 @@ def _aggregate(
             entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
             entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
             for baseline in ("oracle", "default"):
-                ratios = [
-                    r["mbps"] / mine[(r["seed"], baseline)]["mbps"]
-                    for r in per_seed
-                    if (r["seed"], baseline) in mine and mine[(r["seed"], baseline)]["mbps"] > 0
-                ]
-                entry[f"vs_{baseline}"] = statistics.fmean(ratios) if len(ratios) == len(per_seed) else None
+                entry[f"vs_{baseline}"] = mean_ratio(per_seed, mine, baseline)
             if all((s.path, r["seed"]) in phase_best for r in per_seed):
                 bests = [phase_best[(s.path, r["seed"])] for r in per_seed]
                 entry["convergence_s"] = _mean_convergence(per_seed, bests, starts, end)
@@ -277,6 +272,19 @@ def _aggregate(
             }
         )
     return {"seeds": list(seeds), "tuners": list(tuners), "scenarios": out, "runs": runs}
+
+
+def mean_ratio(
+    runs: Sequence[Mapping[str, Any]], by_seed: Mapping[tuple[int, str], Mapping[str, Any]], baseline: str
+) -> float | None:
+    """The mean over ``runs`` of each run's MB/s over that of the ``baseline`` tuner's run of the
+    same seed (``by_seed[(seed, tuner)]``); None unless every run has such a baseline above 0."""
+    ratios = [
+        r["mbps"] / by_seed[(r["seed"], baseline)]["mbps"]
+        for r in runs
+        if (r["seed"], baseline) in by_seed and by_seed[(r["seed"], baseline)]["mbps"] > 0
+    ]
+    return statistics.fmean(ratios) if ratios and len(ratios) == len(runs) else None
 
 
 def recompute_convergence(document: dict[str, Any]) -> dict[str, Any]:
