@@ -22,6 +22,10 @@ pub struct Config {
     pub jobs: Vec<JobConfig>,
 }
 
+fn default_rpm() -> u32 {
+    7200
+}
+
 fn default_scheduler() -> String {
     "none".into()
 }
@@ -67,6 +71,10 @@ pub struct ClusterConfig {
     /// Bytes of consecutive blocks on one channel before the next channel takes over.
     pub ost_stripe_bytes: u64,
     pub ost_capacity_bytes: u64,
+    /// Spindle speed of a disk (`ost_kind` hdd): half a revolution is the mean rotational wait.
+    /// An SSD has none (0, ignored).
+    #[serde(default = "default_rpm")]
+    pub ost_rpm: u32,
     /// OSS CPU time to handle one request (ptlrpc, ofd, osd), before any I/O.
     pub oss_service_ns: u64,
     /// Client CPU time (ptlrpcd) to build, send and finish one RPC.
@@ -205,6 +213,9 @@ impl Config {
         }
         if c.ost_kind != "ssd" && c.ost_kind != "hdd" {
             return Err(format!("ost_kind must be ssd or hdd, not {:?}", c.ost_kind));
+        }
+        if c.ost_kind == "hdd" && c.ost_rpm == 0 {
+            return Err("ost_rpm must be positive".into());
         }
         match c.ost_scheduler.as_str() {
             "none" => {}

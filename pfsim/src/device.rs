@@ -23,12 +23,45 @@ pub fn transfer(up: &mut Link, down: &mut Link, now: u64, bytes: u64, bw_bps: f6
     end.max(now + (bytes as f64 * 1e9 / stream_bps).ceil() as u64)
 }
 
+/// A disk's mechanics: where its head is and what moving it costs.
+///
+/// A request that does not continue a recent one waits for the head: for a short way forward,
+/// while the platter turns past the gap (at the media rate); otherwise for a seek over the
+/// distance, `seek_ns · sqrt(distance / capacity)` (seek time grows with the square root of the
+/// distance over most of the stroke), and half a revolution on average. `seek_ns` makes the mean
+/// over two uniformly random places (E[sqrt|X - Y|] = 8/15) equal the random-access penalty, so
+/// that parameter keeps its meaning: the mean time to reach a random block.
+#[derive(Clone, Copy, Debug)]
+pub struct Disk {
+    pub capacity: u64,
+    pub half_rev_ns: f64,
+    pub seek_ns: f64,
+    /// The byte after the last one served.
+    pub head: u64,
+}
+
+impl Disk {
+    pub fn new(capacity: u64, rpm: u32, penalty_ns: u64) -> Disk {
+        let half_rev_ns = 30e9 / f64::from(rpm.max(1));
+        let seek_ns = ((penalty_ns as f64 - half_rev_ns) * 15.0 / 8.0).max(0.0);
+        Disk { capacity: capacity.max(1 << 20), half_rev_ns, seek_ns, head: 0 }
+    }
+
+    /// Time from the head's place to the start of a request at `lba`, at `ns_per_byte` media rate.
+    pub fn position_ns(&self, lba: u64, ns_per_byte: f64) -> u64 {
+        let distance = lba.abs_diff(self.head);
+        let far = self.half_rev_ns + self.seek_ns * (distance as f64 / self.capacity as f64).min(1.0).sqrt();
+        let t = if lba >= self.head { far.min(distance as f64 * ns_per_byte) } else { far };
+        t.ceil() as u64
+    }
+}
+
 /// An OST's block device as a set of independent channels (flash channels of an SSD, the one
 /// actuator of a disk). Logical blocks are spread over the channels in `stripe` units, so a large
 /// request uses many channels while small concurrent requests may collide on the same one.
 /// Each channel serves its pieces in order; a request that does not continue a recent one pays
-/// the random-access penalty on its first channel (seek, FTL map miss), which models both a
-/// disk's seek and an SSD's loss of its internal read-ahead.
+/// the random-access penalty on its first channel (an SSD's FTL map miss and lost internal
+/// read-ahead), or on a disk the time to move its head there (`Disk`).
 #[derive(Debug)]
 pub struct Device {
     channels: Vec<u64>,
@@ -41,6 +74,8 @@ pub struct Device {
     /// library call on baseline x86-64.
     unit_ns: [u64; 2],
     penalty_ns: u64,
+    /// A disk's head and seek curve; None for an SSD, which pays `penalty_ns` wherever it goes.
+    disk: Option<Disk>,
     recent_ends: [(u64, u64); 16],
     recent_pos: usize,
     pub busy_ns: u64,
@@ -48,7 +83,7 @@ pub struct Device {
 
 impl Device {
     /// `read_bw`/`write_bw` are the whole device's bandwidths, bytes per second.
-    pub fn new(channels: usize, stripe: u64, read_bw: f64, write_bw: f64, access: (u64, u64), penalty_ns: u64) -> Device {
+    pub fn new(channels: usize, stripe: u64, read_bw: f64, write_bw: f64, access: (u64, u64), penalty_ns: u64, disk: Option<Disk>) -> Device {
         let n = channels.max(1) as f64;
         let stripe = stripe.max(4096);
         let (read_ns_per_byte, write_ns_per_byte) = (1e9 * n / read_bw, 1e9 * n / write_bw);
@@ -61,6 +96,7 @@ impl Device {
             write_access_ns: access.1,
             unit_ns: [piece_ns(stripe, read_ns_per_byte), piece_ns(stripe, write_ns_per_byte)],
             penalty_ns,
+            disk,
             recent_ends: [(u64::MAX, u64::MAX); 16],
             recent_pos: 0,
             busy_ns: 0,
@@ -70,7 +106,12 @@ impl Device {
     /// Where byte `start` of object `obj` lies on the device: objects sit at scattered places,
     /// so the object id is mixed into the block address.
     pub fn lba(&self, obj: u64, start: u64) -> u64 {
-        (obj.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20) * self.stripe + start
+        let place = obj.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+        match &self.disk {
+            // on a disk, distance matters: objects start within its capacity
+            Some(d) => (place % (d.capacity / self.stripe).max(1)) * self.stripe + start,
+            None => place * self.stripe + start,
+        }
     }
 
     /// The time a request waits between its issue and its first byte.
@@ -102,7 +143,10 @@ impl Device {
             let ch = ((unit.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 29) % n) as usize;
             let mut t = if piece == self.stripe { unit_ns } else { piece_ns(piece, per_byte) };
             if first && !sequential {
-                t += self.penalty_ns;
+                t += match &self.disk {
+                    Some(d) => d.position_ns(pos, per_byte),
+                    None => self.penalty_ns,
+                };
             }
             first = false;
             let begin = self.channels[ch].max(now + access);
@@ -111,6 +155,9 @@ impl Device {
             done = done.max(begin + t);
             pos += piece;
             unit += 1;
+        }
+        if let Some(d) = &mut self.disk {
+            d.head = end;
         }
         done
     }
@@ -279,7 +326,7 @@ mod tests {
     const MB: u64 = 1 << 20;
 
     fn disk() -> Device {
-        Device::new(1, MB, 100e6, 100e6, (200_000, 200_000), 8_000_000)
+        Device::new(1, MB, 100e6, 100e6, (200_000, 200_000), 8_000_000, None)
     }
 
     fn req(obj: u64, start: u64, len: u64, write: bool) -> Request {
@@ -293,6 +340,35 @@ mod tests {
             out.push(elevator.finish());
         }
         out
+    }
+
+    #[test]
+    fn a_disk_pays_for_distance_and_the_mean_over_random_places_is_the_penalty() {
+        let penalty = 8_000_000;
+        let mut d = Disk::new(1 << 40, 7200, penalty);
+        let per_byte = 1e9 / 170e6;
+        d.head = 100 * MB;
+        // a small gap ahead: the platter turns past it (64 KiB at 170 MB/s: 0.39 ms)
+        assert_eq!(d.position_ns(100 * MB + 65536, per_byte), (65536.0 * per_byte).ceil() as u64);
+        // a step back, however small: half a revolution at least (4.17 ms at 7200 rpm)
+        let back = d.position_ns(100 * MB - 65536, per_byte);
+        assert!((4_166_667..4_300_000).contains(&back), "{back}");
+        // farther costs more, and a full stroke the most
+        let near = d.position_ns(200 * MB, per_byte);
+        let far = d.position_ns(600 << 30, per_byte);
+        let stroke = Disk { head: 0, ..d }.position_ns(1 << 40, per_byte);
+        assert!(back < near && near < far && far < stroke, "{back} {near} {far} {stroke}");
+        // two random places: on average, the configured penalty
+        let mut rng = crate::rng::Rng::new(7);
+        let n = 20_000;
+        let total: u64 = (0..n)
+            .map(|_| {
+                d.head = (rng.unit() * (1u64 << 40) as f64) as u64;
+                d.position_ns((rng.unit() * (1u64 << 40) as f64) as u64, per_byte)
+            })
+            .sum();
+        let mean = total as f64 / f64::from(n);
+        assert!((mean - penalty as f64).abs() < 0.02 * penalty as f64, "mean {mean}");
     }
 
     #[test]

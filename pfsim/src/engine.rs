@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::{Config, JobConfig};
-use crate::device::{transfer, Device, Elevator, Link, Request};
+use crate::device::{transfer, Device, Disk, Elevator, Link, Request};
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
@@ -111,6 +111,7 @@ impl Sim {
                         c.ost_write_bw_bps,
                         (c.ost_read_latency_ns, c.ost_write_latency_ns),
                         c.ost_random_penalty_ns,
+                        (c.ost_kind == "hdd").then(|| Disk::new(c.ost_capacity_bytes, c.ost_rpm, c.ost_random_penalty_ns)),
                     )
                 })
                 .collect(),
@@ -1315,6 +1316,7 @@ impl Sim {
             files: Vec::new(),
             hp: false,
             extents: Vec::new(),
+            disk_parts: 0,
         });
         self.send_rpc(id);
         true
@@ -1416,6 +1418,7 @@ impl Sim {
             files,
             hp,
             extents: taken.iter().map(|(s, e)| (*s, e.end)).collect(),
+            disk_parts: 0,
         });
         if hp {
             let osc = &mut self.oscs[osc_i as usize];
@@ -1529,16 +1532,52 @@ impl Sim {
         }
     }
 
+    /// The RPC's pieces of its OST object, (first byte, length), in object order, with
+    /// contiguous pieces joined. An RPC may carry up to 256 extents that do not touch (writes) or
+    /// read chunks with gaps between them; the OST reads or writes each run of pages on its own
+    /// (osd_do_bio() starts a new bio at every gap), so the disk sees each as a request.
+    fn disk_ranges(&self, id: u32) -> Vec<(u64, u64)> {
+        let rpc = self.rpcs[id as usize].as_ref().expect("rpc");
+        let mut pieces: Vec<(u64, u64)> = if rpc.write {
+            rpc.extents.iter().map(|&(s, e)| (s, e - s + 1)).collect()
+        } else {
+            rpc.chunks
+                .iter()
+                .map(|&ch| {
+                    let c = &self.chunks[ch as usize].as_ref().expect("chunk").1;
+                    (c.obj_start, c.pages)
+                })
+                .collect()
+        };
+        if pieces.is_empty() {
+            pieces.push((rpc.start_page, rpc.pages));
+        }
+        pieces.sort_unstable();
+        let mut runs: Vec<(u64, u64)> = Vec::with_capacity(pieces.len());
+        for (s, n) in pieces {
+            match runs.last_mut() {
+                Some((rs, rn)) if *rs + *rn == s => *rn += n,
+                _ => runs.push((s, n)),
+            }
+        }
+        runs.into_iter().map(|(s, n)| (s * PAGE, n * PAGE)).collect()
+    }
+
     fn submit_disk(&mut self, id: u32, ost: usize) {
+        let ranges = self.disk_ranges(id);
         let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
         rpc.phase = RpcPhase::Disk;
-        let (obj, start, len, write) = (rpc.obj, rpc.start_page * PAGE, rpc.pages * PAGE, rpc.write);
+        rpc.disk_parts = ranges.len() as u32;
+        let (obj, write) = (rpc.obj, rpc.write);
         if self.elevators.is_empty() {
-            let done = self.devices[ost].submit(self.now, obj, start, len, write);
-            self.schedule(done, Ev::Rpc(id));
+            let device = &mut self.devices[ost];
+            let done = ranges.iter().map(|&(start, len)| device.submit(self.now, obj, start, len, write)).max();
+            self.schedule(done.expect("an RPC has pages"), Ev::Rpc(id));
             return;
         }
-        self.elevators[ost].push(&self.devices[ost], id, Request { obj, start, len, write }, self.now);
+        for (start, len) in ranges {
+            self.elevators[ost].push(&self.devices[ost], id, Request { obj, start, len, write }, self.now);
+        }
         if self.elevators[ost].is_idle() {
             self.dispatch_disk(ost);
         }
@@ -1554,7 +1593,11 @@ impl Sim {
 
     fn on_disk_done(&mut self, ost: usize) {
         for id in self.elevators[ost].finish() {
-            self.on_rpc(id); // its Disk phase ends
+            let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
+            rpc.disk_parts -= 1;
+            if rpc.disk_parts == 0 {
+                self.on_rpc(id); // its Disk phase ends
+            }
         }
         self.dispatch_disk(ost);
     }

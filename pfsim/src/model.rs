@@ -379,4 +379,6 @@ pub struct Rpc {
     pub hp: bool,
     /// A write RPC's extents, [start, end] object pages: under write-back until the reply.
     pub extents: Vec<(u64, u64)>,
+    /// Its pieces still on the OST's disk (one per contiguous run of its pages).
+    pub disk_parts: u32,
 }

@@ -110,6 +110,30 @@ fn rewriting_a_page_under_write_back_waits_for_its_rpc() {
     assert!(t.app_write_bytes <= t.osc_write_bytes + 2 * file, "{t:?}");
 }
 
+/// A write RPC may carry up to 256 extents that do not touch; the OST writes each on its own
+/// (`osd_do_bio()` starts a new bio at every gap), so a disk positions its head once per extent,
+/// not once per RPC. Random 1 MiB writes over a 16 GiB file leave 1 MiB extents far apart: 4 MiB
+/// RPCs of four of them then move no faster than 1 MiB RPCs of one (one head move per RPC would
+/// make them about 1.5x faster), and both stay well below a sequential writer.
+#[test]
+fn a_disk_positions_once_per_extent_of_a_write_rpc() {
+    let secs = 10;
+    let run = |workload: &str, mppr: &str| {
+        let mut sim = Scenario::new()
+            .disks(8_000_000)
+            .duration_ns(secs * SEC)
+            .tunable("osc.max_pages_per_rpc", mppr)
+            .job(Job::new(workload, MIB).filesize(16 * GIB).stripes(1, MIB))
+            .build();
+        sim.run_until(secs * SEC);
+        sim.totals().osc_write_bytes as f64 / secs as f64 / 1e6
+    };
+    let (four, one) = (run("filebench.randomwrite", "1024"), run("filebench.randomwrite", "256"));
+    assert!(four < 1.1 * one, "4 MiB RPCs of scattered extents {four:.1} MB/s, 1 MiB RPCs {one:.1} MB/s");
+    let sequential = run("filebench.seqwrite", "1024");
+    assert!(four < 0.7 * sequential, "random {four:.1} MB/s, sequential {sequential:.1} MB/s");
+}
+
 /// IOR's repetitions, as `TestIoSys()` runs them: every rank waits at a barrier after its write
 /// phase and after its read phase, and the file is removed before the next write phase, so no
 /// rank writes while another reads, and each repetition writes a new file. The removal drops

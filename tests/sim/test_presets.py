@@ -37,6 +37,16 @@ def test_hdd_preset_values() -> None:
     assert cluster["osts_per_oss"] == 1
 
 
+def test_a_disk_needs_its_spindle_speed() -> None:
+    cluster = parse_scenario(scenario_text("{preset: cloudlab-c220g5}"), "t.yaml").cluster
+    assert cluster["ost_rpm"] == 7200
+    assert parse_scenario(scenario_text("{preset: cloudlab-c6525}"), "t.yaml").cluster["ost_rpm"] == 0
+    with pytest.raises(ScenarioError, match=r"cluster\.ost_kind.*ost_rpm"):
+        parse_scenario(scenario_text("{preset: cloudlab-c6525, ost_kind: hdd, ost_scheduler: none}"), "t.yaml")
+    with pytest.raises(ScenarioError, match=r"cluster\.ost_rpm"):
+        parse_scenario(scenario_text("{preset: cloudlab-c220g5, ost_rpm: 0}"), "t.yaml")
+
+
 def test_preset_fields_can_be_overridden() -> None:
     cluster = parse_scenario(
         scenario_text("{preset: cloudlab-c6525, clients: 2, ost_read_bw: 450MB/s, net_latency: 50us, brw_size: 16m}"),

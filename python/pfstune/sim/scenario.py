@@ -502,6 +502,9 @@ class _Builder:
         if cluster["ost_scheduler"] == "mq-deadline" and cluster["ost_channels"] != 1:
             where = "cluster.ost_scheduler" if "ost_scheduler" in doc else "cluster.ost_channels"
             raise self.error(where, "the mq-deadline elevator models a one-actuator device: it needs ost_channels: 1")
+        if cluster["ost_kind"] == "hdd" and cluster["ost_rpm"] == 0:
+            where = "cluster.ost_rpm" if "ost_rpm" in doc else "cluster.ost_kind"
+            raise self.error(where, "a disk (ost_kind: hdd) needs its spindle speed: set ost_rpm, e.g. 7200")
         # Engine keys in FIELDS order, whatever order the scenario wrote its overrides in.
         order = [f.engine_key for f in FIELDS.values() if f.engine_key is not None]
         return preset, {key: cluster[key] for key in order}
