@@ -1553,14 +1553,18 @@ impl Sim {
             pieces.push((rpc.start_page, rpc.pages));
         }
         pieces.sort_unstable();
-        let mut runs: Vec<(u64, u64)> = Vec::with_capacity(pieces.len());
-        for (s, n) in pieces {
-            match runs.last_mut() {
-                Some((rs, rn)) if *rs + *rn == s => *rn += n,
-                _ => runs.push((s, n)),
+        // join each piece to the run before it when they touch, in place (one RPC, one Vec)
+        pieces.dedup_by(|next, run| {
+            let touches = run.0 + run.1 == next.0;
+            if touches {
+                run.1 += next.1;
             }
+            touches
+        });
+        for piece in &mut pieces {
+            *piece = (piece.0 * PAGE, piece.1 * PAGE);
         }
-        runs.into_iter().map(|(s, n)| (s * PAGE, n * PAGE)).collect()
+        pieces
     }
 
     fn submit_disk(&mut self, id: u32, ost: usize) {
