@@ -148,6 +148,29 @@ def test_the_written_share_is_split_over_the_clients_oscs() -> None:
     assert got[2]["max_rpcs_in_flight"] == 256
 
 
+def test_an_osc_that_only_drains_while_the_mount_writes_reads_as_absorbed() -> None:
+    # As the released tuner: no new data entered a's cache (its dirty level fell by what it sent),
+    # so its estimate is "0%" while the mount wrote through b; docs/results.md (ior-fpp-nocache)
+    # measures what this costs and why `dial` keeps it.
+    model = _Table(lambda c: 0.9 if c["max_rpcs_in_flight"] >= 4 else 0.2)
+    mib = 1048576.0
+    a, b = "fs-OST0000-osc-ffff000000000001", "fs-OST0001-osc-ffff000000000001"
+    tuner = DialTuner(predictor=model)
+    tuner.suggest_batch(
+        [
+            Context(a, 0.5, dict(DEFAULT), BOUNDS, _write_row(DEFAULT, 300 * mib, 10 * mib, 10 * mib)),
+            Context(b, 0.5, dict(DEFAULT), BOUNDS, _write_row(DEFAULT, 0.0, 0.0, 10 * mib)),
+        ]
+    )
+    rows = [
+        _write_row(DEFAULT, 200 * mib, 100 * mib, 100 * mib),  # a: 300 - 200 dirty = the 100 sent
+        _write_row(DEFAULT, 0.0, 100 * mib, 100 * mib),  # b: the mount's 100 MiB, all sent
+    ]
+    got = tuner.suggest_batch([Context(n, 1.0, dict(DEFAULT), BOUNDS, r) for n, r in zip((a, b), rows, strict=True)])
+    assert got[0]["max_rpcs_in_flight"] == 4
+    assert got[1]["max_rpcs_in_flight"] == 256
+
+
 def test_client_of_names_the_mount() -> None:
     assert _client_of("lustre-OST0003-osc-ffff8b06d2edc000") == "lustre-ffff8b06d2edc000"
     assert _client_of("scratch-OST0010-osc-ffff8b06d2edc000") == "scratch-ffff8b06d2edc000"

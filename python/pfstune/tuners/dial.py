@@ -32,7 +32,10 @@ paper leaves open:
   (``cur_dirty_bytes`` now + bytes its write RPCs carried - ``cur_dirty_bytes`` at the previous
   probe), as a fraction of the same over every OSC of the client, times the mount's llite
   ``write_bytes``.  Such writes are rewrites of cached pages, or data discarded before it is sent;
-  piling up RPCs in flight only makes the next rewrite wait for pages under write-back.
+  piling up RPCs in flight only makes the next rewrite wait for pages under write-back.  As in
+  the released tuner, an OSC into whose cache nothing new entered (one that only drains while
+  the mount writes through others) has no estimate, which reads as 0%: it counts as absorbed
+  too (docs/results.md, ior-fpp-nocache, measures the readings that would not).
 
 An OSC that carried no data reverts to the configuration it had when the tuner first saw it
 (its original values; DIAL's collector restored the defaults), so an idle device is left as the
