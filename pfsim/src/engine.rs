@@ -72,6 +72,8 @@ pub struct Sim {
     /// Per job: its threads not yet done, and those waiting at its barrier (IOR).
     live_threads: Vec<u32>,
     barriers: Vec<Vec<u32>>,
+    /// Per job: when each of its barriers let its ranks go on (IOR's phase boundaries).
+    barrier_ns: Vec<Vec<u64>>,
 }
 
 /// How long the simulated clients have been up when a scenario starts.
@@ -134,6 +136,7 @@ impl Sim {
             lock_waiters: Vec::new(),
             live_threads: vec![0; n_jobs],
             barriers: vec![Vec::new(); n_jobs],
+            barrier_ns: vec![Vec::new(); n_jobs],
             rng: Rng::new(0),
             cfg,
         };
@@ -622,7 +625,9 @@ impl Sim {
                         self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitBarrier;
                         return;
                     }
-                    // the last rank in: everyone goes on
+                    // the last rank in: everyone goes on (a release by a rank that stops, in
+                    // retire(), ends no phase and is not recorded)
+                    self.barrier_ns[job].push(self.now);
                     self.release_barrier(job, Some(tid));
                 }
                 Step::Remove => {
@@ -1723,6 +1728,12 @@ impl Sim {
     }
 
     // ------------------------------------------------------------------ totals
+
+    /// Per job, the times at which its barriers were passed by all its ranks, in order. An IOR
+    /// repetition passes three: after the write phase, after the read phase, after the removal.
+    pub fn barrier_times(&self) -> &[Vec<u64>] {
+        &self.barrier_ns
+    }
 
     pub fn totals(&self) -> Totals {
         let mut t = Totals { sim_ns: self.now, events: self.events, ..Default::default() };

@@ -92,6 +92,11 @@ impl Simulation {
         Ok(d)
     }
 
+    /// Per job, the simulated times (ns) at which all its ranks had passed each barrier (IOR).
+    fn barrier_times(&self) -> Vec<Vec<u64>> {
+        self.sim.barrier_times().to_vec()
+    }
+
     /// Check internal invariants (for tests); raises ValueError naming the first violation.
     fn check_invariants(&self) -> PyResult<()> {
         self.sim.check_invariants().map_err(PyValueError::new_err)

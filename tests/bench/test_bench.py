@@ -96,6 +96,7 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| oracle |" in report
     assert "two-phases-config.png" in report
+    assert "IOR's own bandwidth" not in report  # no IOR job
     assert "series" not in json.dumps(summary(document))
 
     # a stored document's convergence can be computed again from its runs, as the bench did
@@ -103,6 +104,25 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
     for entry in stale["scenarios"][0]["results"].values():
         entry["convergence_s"] = [-1.0, -1.0]
     assert recompute_convergence(stale)["scenarios"] == document["scenarios"]
+
+
+def test_ior_scenarios_report_ior_s_own_bandwidth(write_scenario: Callable[..., Path], tmp_path: Path) -> None:
+    ior = write_scenario(
+        "name: ior\nseed: 1\nduration: 2s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: ranks, client: 0, workload: ior, processes: 2, transfer: 1m, block: 32m, fsync: true}\n",
+        "ior.yaml",
+    )
+    document = run_bench([str(ior)], ["default", "iopathtune"], [1, 2], jobs=1)
+    (scenario,) = document["scenarios"]
+    for tuner, entry in scenario["results"].items():
+        runs = [r for r in document["runs"] if r["tuner"] == tuner]
+        phases = [bw for r in runs for bw in r["ior"]["ranks"]["write_mibps"]]
+        assert entry["ior"]["write_phases"] == len(phases) > 0
+        assert entry["ior"]["write_mibps"] == pytest.approx(sum(phases) / len(phases))
+    write_report(document, tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "IOR's own bandwidth" in report
+    assert f"| default | {scenario['results']['default']['ior']['write_mibps']:.1f} |" in report
 
 
 def test_bench_on_a_dask_cluster(two_phases: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from pfstune.errors import ScenarioError, UserError
 from pfstune.sim.engine import Engine
-from pfstune.sim.scenario import load_scenario
+from pfstune.sim.scenario import load_scenario, parse_scenario
 from tests.conftest import SMALL_SCENARIO
 
 RESULT_KEYS = {
@@ -121,6 +121,38 @@ def test_result(small_scenario: Path) -> None:
     assert result["read_mbps"] > 0  # the small scenario reads
     assert result["write_mbps"] == 0
     assert result["wall_seconds"] > 0
+
+
+def test_ior_jobs_report_ior_s_own_bandwidth_of_each_finished_phase() -> None:
+    text = (
+        "name: i\nseed: 1\nduration: 4s\ncluster: {preset: cloudlab-c6525}\njobs:\n"
+        "  - {name: ranks, clients: [0], workload: ior, processes: 2, transfer: 1m, block: 64m, fsync: true}\n"
+    )
+    scenario = parse_scenario(text, "<test>")
+    engine = Engine(scenario)
+    first_read_ns = None
+    while engine.now_ns < scenario.duration_ns:  # probe-interval steps: when do the first reads come?
+        engine.run(until_ns=engine.now_ns + scenario.probe_interval_ns)
+        if first_read_ns is None and engine.totals()["app_read_bytes"] > 0:
+            first_read_ns = engine.now_ns
+    result = engine.result()
+    assert set(result) == RESULT_KEYS | {"ior"}
+    ior = result["ior"]["ranks"]
+    phase = 2 * 64 * 2**20  # bytes of a phase: block x segments x processes
+    writes, reads = ior["write_mibps"], ior["read_mibps"]
+    assert len(writes) >= 2  # a 4 s run finishes more than one repetition
+    assert len(reads) >= 1
+    assert len(writes) - 1 <= len(reads) <= len(writes)
+    # the phases' times add up to no more than the run
+    assert sum(phase / 2**20 / bw for bw in writes + reads) <= 4.0
+    # the first read phase starts when the first write phase (with its fsync) ends
+    assert first_read_ns is not None
+    first_write_s = phase / 2**20 / writes[0]
+    assert first_read_ns / 1e9 - scenario.probe_interval_ns / 1e9 <= first_write_s <= first_read_ns / 1e9
+    # finished phases moved whole phases of bytes; an unfinished one, part of one
+    totals = engine.totals()
+    assert len(reads) * phase <= totals["app_read_bytes"] < (len(reads) + 1) * phase
+    assert len(writes) * phase <= totals["app_write_bytes"] <= (len(writes) + 1) * phase
 
 
 @pytest.mark.parametrize(

@@ -247,6 +247,8 @@ def _aggregate(
                 "mbps_min": spread["min"],
                 "mbps_max": spread["max"],
             }
+            if any("ior" in r for r in per_seed):
+                entry["ior"] = _ior_means(per_seed)
             entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
             entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
             for baseline in ("oracle", "default"):
@@ -272,6 +274,16 @@ def _aggregate(
             }
         )
     return {"seeds": list(seeds), "tuners": list(tuners), "scenarios": out, "runs": runs}
+
+
+def _ior_means(runs: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """IOR's bandwidth over every finished phase of every IOR job and seed: mean MiB/s and count."""
+    out: dict[str, float | int | None] = {}
+    for kind in ("write", "read"):
+        phases = [bw for r in runs for job in r.get("ior", {}).values() for bw in job[f"{kind}_mibps"]]
+        out[f"{kind}_mibps"] = statistics.fmean(phases) if phases else None
+        out[f"{kind}_phases"] = len(phases)
+    return out
 
 
 def mean_ratio(

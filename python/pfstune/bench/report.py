@@ -104,11 +104,32 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
                 f"| {_num(r['vs_oracle'], 3)} | {_num(r['vs_default'], 3)} | {converge} | {_num(r['decide_ms'], 2)} |"
             )
         lines.append("")
+        lines += _ior_table(scenario["results"])
         for kind, caption in (("throughput", "OSC throughput over time"), ("config", "configuration over time")):
             name = f"{_slug(scenario['name'])}-{kind}.png"
             if name in plots:
                 lines += [f"![{caption}]({name})", ""]
     return "\n".join(lines)
+
+
+def _ior_table(results: Mapping[str, Any]) -> list[str]:
+    """IOR's own figures per tuner, where the scenario runs IOR (none otherwise)."""
+    rows = [(tuner, r["ior"]) for tuner, r in results.items() if "ior" in r]
+    if not rows:
+        return []
+    lines = [
+        "IOR's own bandwidth (MiB/s, as IOR prints it: a phase's bytes over the time until every rank "
+        "finished it), mean over the phases that finished in the run:",
+        "",
+        "| tuner | write MiB/s | write phases | read MiB/s | read phases |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for tuner, ior in rows:
+        lines.append(
+            f"| {tuner} | {_num(ior['write_mibps'])} | {ior['write_phases']} "
+            f"| {_num(ior['read_mibps'])} | {ior['read_phases']} |"
+        )
+    return [*lines, ""]
 
 
 def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:

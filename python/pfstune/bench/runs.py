@@ -7,7 +7,9 @@ local processes and Dask workers can both call it).  The agent drives the sim ba
 - ``series``: time (s) and the OSC RPC throughput summed over every OSC (MB/s) of each interval;
 - ``trajectories``: ``max_pages_per_rpc`` and ``max_rpcs_in_flight`` in force on the OSCs that
   carried the most data (up to :data:`TRACKED_OSCS`), tick by tick;
-- ``decide_ms``: the tuner's mean decision time per tick (wall clock), the overhead a tuner adds.
+- ``decide_ms``: the tuner's mean decision time per tick (wall clock), the overhead a tuner adds;
+- ``ior`` (scenarios with IOR jobs): IOR's own bandwidth of each finished phase
+  (:meth:`pfstune.sim.engine.Engine.ior_bandwidth`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def tuned_run(
         "tuner": tuner,
         "options": dict(options),
         **{key: result[key] for key in ("mbps", "read_mbps", "write_mbps", "osc_mbps", "decisions")},
+        **({"ior": result["ior"]} if "ior" in result else {}),
         "decide_ms": 1e3 * sum(decide) / len(decide) if decide else 0.0,
         "series": {"time": times, "osc_mbps": totals},
         "trajectories": {

@@ -139,11 +139,41 @@ class Engine:
         """Whole-run counters of all clients: sim_ns, events, app and OSC bytes read and written."""
         return {key: int(value) for key, value in self._sim.totals().items()}
 
+    def ior_bandwidth(self) -> dict[str, dict[str, list[float]]]:
+        """IOR's own figures for each ``ior`` job: MiB/s of every write and read phase that ended.
+
+        As IOR reports ``bw(MiB/s)``: the bytes of a phase (block x segments x processes) over
+        the time from its start until every rank has finished it (for a write phase with
+        ``fsync``, the fsync included), 2^20-byte MiB.  A phase starts at the job's start or at
+        the barrier that ended the previous repetition's removal; the time of the removal is not
+        counted, as IOR does not count it.  Phases cut off by the end of the run are left out.
+        """
+        barriers = self._sim.barrier_times()
+        figures: dict[str, dict[str, list[float]]] = {}
+        for index, job in enumerate(self.scenario.jobs):
+            if job.ior is None:
+                continue
+            mib = job.ior.block * job.ior.segments * job.ior.processes / 2**20
+            marks = [int(t) for t in barriers[index]]  # after write, after read, after removal, ...
+            writes: list[float] = []
+            reads: list[float] = []
+            start = job.start_ns
+            for rep in range(0, len(marks), 3):
+                written_at = marks[rep]
+                writes.append(mib / ((written_at - start) / 1e9))
+                if rep + 1 < len(marks):
+                    reads.append(mib / ((marks[rep + 1] - written_at) / 1e9))
+                if rep + 2 < len(marks):
+                    start = marks[rep + 2]
+            figures[job.name] = {"write_mibps": writes, "read_mibps": reads}
+        return figures
+
     def result(self) -> dict[str, Any]:
         """The run summary printed by ``pfstune sim run --json`` (MB = 10^6 bytes).
 
         ``mbps`` counts application bytes read and written per simulated second, ``osc_mbps``
-        the bytes carried by OSC RPCs; ``speedup`` is simulated seconds per wall second.
+        the bytes carried by OSC RPCs; ``speedup`` is simulated seconds per wall second.  A
+        scenario with ``ior`` jobs adds ``ior``: :meth:`ior_bandwidth`, by job name.
         """
         totals = self.totals()
         sim_seconds = totals["sim_ns"] / 1e9
@@ -163,4 +193,5 @@ class Engine:
             "osc_mbps": mbps(totals["osc_read_bytes"] + totals["osc_write_bytes"]),
             "events_per_second": totals["events"] / wall_seconds if wall_seconds else 0.0,
             "speedup": sim_seconds / wall_seconds if wall_seconds else 0.0,
+            **({"ior": ior} if (ior := self.ior_bandwidth()) else {}),
         }
