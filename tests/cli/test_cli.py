@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -105,6 +106,23 @@ def test_sim_run_table(small_scenario: Path, capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "small" in out
     assert "MB/s" in out
+
+
+def test_sim_run_table_shows_ior_s_phases(
+    write_scenario: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(
+        "name: ior\nseed: 1\nduration: 1s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: ranks, client: 0, workload: ior, processes: 2, transfer: 1m, block: 32m, fsync: true}\n",
+        "ior.yaml",
+    )
+    assert main(["sim", "run", str(path), "--json"]) == 0
+    ior = json.loads(capsys.readouterr().out)["ior"]["ranks"]
+    assert ior["write_mibps"]  # a 64 MiB write phase ends within the second
+    assert main(["sim", "run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"IOR ranks write +{ior['write_mibps'][0]:.0f}\b", out)
+    assert "IOR ranks read" in out
 
 
 def test_sweep_param_gives_one_result_per_value(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="simulate a scenario once",
         description=(
             "Simulate SCENARIO to its end and print the application and OSC throughput "
-            "(MB = 10^6 bytes per simulated second), the events processed and the wall time."
+            "(MB = 10^6 bytes per simulated second), the events processed and the wall time; for IOR "
+            "jobs also IOR's own bandwidth of each finished phase (MiB/s)."
         ),
     )
     add_scenario_arguments(parser)
@@ -58,6 +59,11 @@ def main(args: argparse.Namespace) -> int:
         ["OSC RPC bytes", f"{result['osc_mbps']:.1f} MB/s"],
         ["decisions", str(result["decisions"])],
     ]
+    for job, figures in result.get("ior", {}).items():  # IOR's own bw(MiB/s), phase by phase
+        for kind in ("write", "read"):
+            phases = figures[f"{kind}_mibps"]
+            shown = ", ".join(f"{bw:.0f}" for bw in phases) if phases else "none finished"
+            rows.append([f"IOR {job} {kind}", f"{shown} MiB/s" if phases else shown])
     if "oracle_config" in result:
         rows.append(["oracle sweep", f"{result['sweep_runs']} runs in {result['sweep_wall_seconds']:.1f} s"])
         rows.append(
