@@ -160,9 +160,9 @@ class Engine:
             start = job.start_ns
             for rep in range(0, len(marks), 3):
                 written_at = marks[rep]
-                writes.append(mib / ((written_at - start) / 1e9))
+                writes.append(_mib_per_second(mib, start, written_at))
                 if rep + 1 < len(marks):
-                    reads.append(mib / ((marks[rep + 1] - written_at) / 1e9))
+                    reads.append(_mib_per_second(mib, written_at, marks[rep + 1]))
                 if rep + 2 < len(marks):
                     start = marks[rep + 2]
             figures[job.name] = {"write_mibps": writes, "read_mibps": reads}
@@ -195,3 +195,8 @@ class Engine:
             "speedup": sim_seconds / wall_seconds if wall_seconds else 0.0,
             **({"ior": ior} if (ior := self.ior_bandwidth()) else {}),
         }
+
+
+def _mib_per_second(mib: float, begin_ns: int, end_ns: int) -> float:
+    """``mib`` over the time from ``begin_ns`` to ``end_ns`` (at least 1 ns: never divide by 0)."""
+    return mib / (max(end_ns - begin_ns, 1) / 1e9)
