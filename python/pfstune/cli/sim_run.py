@@ -62,8 +62,8 @@ def main(args: argparse.Namespace) -> int:
     for job, figures in result.get("ior", {}).items():  # IOR's own bw(MiB/s), phase by phase
         for kind in ("write", "read"):
             phases = figures[f"{kind}_mibps"]
-            shown = ", ".join(f"{bw:.0f}" for bw in phases) if phases else "none finished"
-            rows.append([f"IOR {job} {kind}", f"{shown} MiB/s" if phases else shown])
+            shown = ", ".join(f"{bw:.0f}" for bw in phases) + " MiB/s" if phases else "none finished"
+            rows.append([f"IOR {job} {kind}", shown])
     if "oracle_config" in result:
         rows.append(["oracle sweep", f"{result['sweep_runs']} runs in {result['sweep_wall_seconds']:.1f} s"])
         rows.append(
