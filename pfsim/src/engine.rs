@@ -74,6 +74,9 @@ pub struct Sim {
     barriers: Vec<Vec<u32>>,
     /// Per job: when each of its barriers let its ranks go on (IOR's phase boundaries).
     barrier_ns: Vec<Vec<u64>>,
+    /// Scratch for the extents around a write (`neighbours`), kept to spare an allocation per
+    /// write system call.
+    near_buf: Vec<(u64, Extent)>,
 }
 
 /// How long the simulated clients have been up when a scenario starts.
@@ -137,6 +140,7 @@ impl Sim {
             live_threads: vec![0; n_jobs],
             barriers: vec![Vec::new(); n_jobs],
             barrier_ns: vec![Vec::new(); n_jobs],
+            near_buf: Vec::new(),
             rng: Rng::new(0),
             cfg,
         };
@@ -863,30 +867,36 @@ impl Sim {
             return Admit::Sync;
         }
         // one look at the extents around [first, last] serves the admission and the merge
-        let near = neighbours(osc.objects.get(&obj), first, last);
+        let mut near = std::mem::take(&mut self.near_buf);
+        neighbours(&mut near, osc.objects.get(&obj), first, last);
         let (new_pages, new_ext) = count_new(&near, first, last, osc.mppr);
         let need_grant = new_pages * PAGE + new_ext * EXTENT_TAX;
         let cl = &self.clients[client];
         let over_dirty = osc.dirty_pages + new_pages > osc.max_dirty_pages
             || cl.dirty_pages + new_pages > cl.global_max_dirty_pages.min(ram / 2);
-        if osc.avail_grant < need_grant {
+        let verdict = if osc.avail_grant < need_grant {
             if osc.dirty_pages == 0 && osc.w_in_flight == 0 {
-                return Admit::Sync;
+                Admit::Sync
+            } else {
+                Admit::Wait
             }
-            return Admit::Wait;
-        }
-        if over_dirty && new_pages > 0 {
-            return Admit::Wait;
-        }
-        self.merge_dirty(osc_i, obj, first, last, file, client, None, near);
-        Admit::Ok
+        } else if over_dirty && new_pages > 0 {
+            Admit::Wait
+        } else {
+            self.merge_dirty(osc_i, obj, first, last, file, client, None, &near);
+            Admit::Ok
+        };
+        self.near_buf = near;
+        verdict
     }
 
     /// Dirty pages [first, last] of `obj` (one mppr window): merge into the extent tree.
     #[allow(clippy::too_many_arguments)]
     fn add_dirty(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize, sync: Option<u32>) {
-        let near = neighbours(self.oscs[osc_i as usize].objects.get(&obj), first, last);
-        self.merge_dirty(osc_i, obj, first, last, file, client, sync, near);
+        let mut near = std::mem::take(&mut self.near_buf);
+        neighbours(&mut near, self.oscs[osc_i as usize].objects.get(&obj), first, last);
+        self.merge_dirty(osc_i, obj, first, last, file, client, sync, &near);
+        self.near_buf = near;
     }
 
     /// `add_dirty` with the extents touching [first-1, last+1] already found (`neighbours`).
@@ -900,7 +910,7 @@ impl Sim {
         file: u32,
         client: usize,
         sync: Option<u32>,
-        near: Vec<(u64, Extent)>,
+        near: &[(u64, Extent)],
     ) {
         let now = self.now;
         let osc = &mut self.oscs[osc_i as usize];
@@ -919,13 +929,22 @@ impl Sim {
         let mut wend = window_end;
         let mut merged = 0u64;
         let mut sync_waiter = sync;
-        for (s, e) in near {
+        // the merged extent keeps its place in the tree when it starts where one of the merged
+        // ones did (a write that extends or rewrites an extent): one update, not a removal and
+        // an insertion
+        let mut kept = None;
+        for &(s, ref e) in near {
             let overlaps = s <= last && e.end >= first;
             let same_window = e.mppr == mppr && e.window_end == window_end && s >= window_start;
             if !overlaps && !same_window {
                 continue;
             }
-            oc.remove(s).expect("present");
+            if s <= first && kept.is_none() {
+                kept = Some(s);
+                oc.forget(s);
+            } else {
+                oc.remove(s).expect("present");
+            }
             old_pages += e.end - s + 1;
             urgent |= e.urgent;
             start = start.min(s);
@@ -938,7 +957,13 @@ impl Sim {
         }
         let new_pages = (end - start + 1) - old_pages;
         let ext = Extent { end, mppr: ext_mppr, window_end: wend, born_ns: born, urgent: urgent || sync.is_some(), file, sync_waiter };
-        oc.insert(start, ext);
+        match kept {
+            Some(s) => {
+                debug_assert_eq!(s, start);
+                oc.update(start, ext);
+            }
+            None => oc.insert(start, ext),
+        }
         // grant: a page each, plus the extent tax for a new extent; merging returns taxes
         let taxes = 1i64 - merged as i64;
         let grant = (new_pages * PAGE) as i64 + taxes * EXTENT_TAX as i64;
@@ -1820,10 +1845,10 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
     osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
 }
 
-/// The extents of `oc` touching pages [first-1, last+1], in page order (copies).
-fn neighbours(oc: Option<&ObjectCache>, first: u64, last: u64) -> Vec<(u64, Extent)> {
-    let mut out = Vec::new();
-    let Some(oc) = oc else { return out };
+/// Put in `out` the extents of `oc` touching pages [first-1, last+1], in page order (copies).
+fn neighbours(out: &mut Vec<(u64, Extent)>, oc: Option<&ObjectCache>, first: u64, last: u64) {
+    out.clear();
+    let Some(oc) = oc else { return };
     let lo = first.saturating_sub(1);
     // extents are disjoint, so their ends ascend with their starts
     for (&s, e) in oc.extents.range(..=last + 1).rev() {
@@ -1833,7 +1858,6 @@ fn neighbours(oc: Option<&ObjectCache>, first: u64, last: u64) -> Vec<(u64, Exte
         out.push((s, e.clone()));
     }
     out.reverse();
-    out
 }
 
 /// Pages of [first, last] not yet dirty, and whether a new extent would be created, from the

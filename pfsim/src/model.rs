@@ -67,6 +67,18 @@ impl ObjectCache {
         self.extents.insert(start, e);
     }
 
+    /// Replace the extent at `start` (taken off the lists with `forget`) and put it on the lists
+    /// it now belongs to: `insert` for a key already in the tree, without moving it.
+    pub fn update(&mut self, start: u64, e: Extent) {
+        if e.pages(start) >= e.mppr {
+            self.full.insert(start);
+        }
+        if e.urgent {
+            self.urgent.insert(start);
+        }
+        *self.extents.get_mut(&start).expect("present") = e;
+    }
+
     /// Take an extent out of the tree and its lists.
     pub fn remove(&mut self, start: u64) -> Option<Extent> {
         let e = self.extents.remove(&start)?;
