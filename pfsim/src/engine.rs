@@ -146,6 +146,10 @@ impl Sim {
         };
         let ram_pages = c.client_ram_bytes / PAGE;
         let brw_pages = c.brw_size_bytes / PAGE;
+        // sized once: growing by doubling would copy every OSC (~3 KiB each) into fresh pages
+        // again and again, and fresh pages are what set-up of a large cluster spends its time on
+        sim.oscs.reserve_exact(c.clients * n_ost as usize);
+        sim.clients.reserve_exact(c.clients);
         for ci in 0..c.clients as u32 {
             // cfg_instance is the super_block pointer: a kernel address, different per mount
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
