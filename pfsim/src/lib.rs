@@ -10,6 +10,7 @@
 //! client's statistics files for a tick) and `forest` (the leaves a model's trees leave open to
 //! a row); both are exposed through the `python` bindings.
 
+pub mod chunked;
 pub mod config;
 pub mod device;
 pub mod dlm;

@@ -228,7 +228,8 @@ pub struct Client {
     pub ra_inflight_pages: u64,
     pub cached_pages: u64,
     pub dirty_pages: u64,
-    pub lru: VecDeque<(u32, u64, u64, u32)>,
+    /// Ranges put in the page cache, oldest first: (file, first page, last page, OSC).
+    pub lru: crate::chunked::ChunkedDeque<(u32, u64, u64, u32)>,
     pub reclaim_count: u32,
     pub stats: LliteStats,
     pub ra_stats: RaStats,
