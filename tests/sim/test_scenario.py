@@ -324,6 +324,8 @@ def test_every_declared_tunable_is_accepted() -> None:
         ("- just\n- a list\n", "must be a YAML mapping"),
         ("name: t\nduration: 10s\njobs: [\n  {name: j,\n", "scenario.yaml:"),
         ("name: t\nname: u\nduration: 10s\n", "duplicate key 'name'"),
+        ("name: t\n[a, b]: 1\nduration: 10s\n", "scenario.yaml:2: invalid YAML: a key must be a name, not a list"),
+        (doc("[{name: j, client: 0, {x: 1}: 2}]"), "invalid YAML: a key must be a name, not a dict"),
     ],
 )
 def test_invalid_scenarios_name_the_file_and_key(

@@ -361,6 +361,10 @@ class _StrictLoader(yaml.SafeLoader):
         seen: set[object] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):  # `? [a, b]: x` is valid YAML but names nothing
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"a key must be a name, not a {type(key).__name__}", key_node.start_mark
+                )
             if isinstance(key, (str, int, float, bool)) and key in seen:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
             seen.add(key)
