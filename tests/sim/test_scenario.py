@@ -325,6 +325,7 @@ def test_every_declared_tunable_is_accepted() -> None:
         ("name: t\nduration: 10s\njobs: [\n  {name: j,\n", "scenario.yaml:"),
         ("name: t\nname: u\nduration: 10s\n", "duplicate key 'name'"),
         ("name: t\n[a, b]: 1\nduration: 10s\n", "scenario.yaml:2: invalid YAML: a key must be a name, not a list"),
+        ("name: t\x00\nduration: 10s\n", "invalid YAML: character #x0000 at offset 7 is not allowed"),
         (doc("[{name: j, client: 0, {x: 1}: 2}]"), "invalid YAML: a key must be a name, not a dict"),
     ],
 )

@@ -378,8 +378,13 @@ def _load_yaml(text: str, source: str) -> dict[str, Any]:
         mark = err.problem_mark or err.context_mark
         where = f"{source}:{mark.line + 1}" if mark is not None else source
         raise ScenarioError(f"{where}: invalid YAML: {err.problem or err.context}") from None
+    except yaml.reader.ReaderError as err:  # a character YAML does not allow (NUL, other controls)
+        code = err.character if isinstance(err.character, int) else ord(err.character)
+        raise ScenarioError(
+            f"{source}: invalid YAML: character #x{code:04x} at offset {err.position} is not allowed"
+        ) from None
     except yaml.YAMLError as err:
-        raise ScenarioError(f"{source}: invalid YAML: {err}") from None
+        raise ScenarioError(f"{source}: invalid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(doc, dict):
         raise ScenarioError(f"{source}: a scenario must be a YAML mapping (name:, duration:, jobs:, ...)")
     return doc
