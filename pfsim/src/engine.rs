@@ -92,6 +92,7 @@ impl Sim {
             .ok_or_else(|| format!("unsupported lustre_version {:?}", cfg.cluster.lustre_version))?;
         let c = cfg.cluster.clone();
         let n_ost = (c.oss * c.osts_per_oss) as u32;
+        check_memory(&cfg, n_ost as u64)?;
         let mut rng = Rng::new(cfg.seed);
         // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
         let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
@@ -320,6 +321,7 @@ impl Sim {
                 let ior = job.ior.as_ref().expect("checked");
                 let nproc = ior.processes.max(1);
                 let size = workload::ior_file_size(job, nproc);
+                self.check_fits(job, size)?;
                 let files: Vec<u32> = if ior.file_per_process {
                     (0..nproc).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect()
                 } else {
@@ -337,6 +339,7 @@ impl Sim {
             }
             if job.workload.starts_with("h5bench.") {
                 let h5 = job.h5bench.as_ref().expect("checked");
+                self.check_fits(job, workload::h5_file_size(h5))?;
                 let file = self.create_file(workload::h5_file_size(h5), job.stripe_count, job.stripe_size);
                 let write = job.workload == "h5bench.vpic";
                 for rank in 0..h5.processes {
@@ -349,6 +352,7 @@ impl Sim {
             if job.workload == "dlio" {
                 let dl = job.dlio.as_ref().expect("checked");
                 let size = dl.samples_per_file * dl.sample_size;
+                self.check_fits(job, size)?;
                 let files: Vec<u32> =
                     (0..dl.files).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect();
                 let workers = job.clients.len() as u32 * dl.read_threads;
@@ -361,6 +365,7 @@ impl Sim {
                 continue;
             }
             let roles = workload::roles(job)?;
+            self.check_fits(job, job.filesize)?;
             for &client in &job.clients {
                 let mut group_files: BTreeMap<u32, u32> = BTreeMap::new();
                 for &(role, group) in &roles {
@@ -372,6 +377,26 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// A job's file must fit on the OSTs it is striped over, as on a real cluster (ENOSPC): its
+    /// first object, the largest, holds `stripe_size` of every `stripe_count` stripes.
+    fn check_fits(&self, job: &JobConfig, size: u64) -> Result<(), String> {
+        let (unit, count) = (job.stripe_size.max(1), job.stripe_count.max(1) as u64);
+        let row = unit.saturating_mul(count);
+        let largest = (size / row).saturating_mul(unit) + (size % row).min(unit);
+        let capacity = self.cfg.cluster.ost_capacity_bytes;
+        if largest <= capacity {
+            return Ok(());
+        }
+        Err(format!(
+            "job {:?}: its file of {} over {} OST(s) puts {} on one OST, which holds {} (cluster.ost_capacity)",
+            job.name,
+            human_bytes(size),
+            count,
+            human_bytes(largest),
+            human_bytes(capacity)
+        ))
     }
 
     fn add_thread(&mut self, client: u32, job: u32, role: Role, files: Vec<u32>, cfg: &JobConfig) {
@@ -1817,6 +1842,68 @@ impl Sim {
             }
         }
         Ok(())
+    }
+}
+
+/// Refuse a cluster whose simulator state cannot fit in this machine's memory, before
+/// allocating it: each client holds one OSC per OST (~2.9 KiB each) and each file keeps a little
+/// state for every client, so a typo such as `clients: 10000000` would otherwise swap, or be
+/// killed, minutes into set-up. The figure is a lower bound of what set-up allocates.
+fn check_memory(cfg: &Config, n_ost: u64) -> Result<(), String> {
+    const OSC_BYTES: u64 = std::mem::size_of::<Osc>() as u64 + 64; // and its name
+    const CLIENT_BYTES: u64 = std::mem::size_of::<Client>() as u64 + 2 * std::mem::size_of::<Link>() as u64;
+    // per file and client: cached pages, reads in flight, dirty pages, writes in flight
+    const FILE_CLIENT_BYTES: u64 = 68;
+    let clients = cfg.cluster.clients as u64;
+    let files: u64 = cfg
+        .jobs
+        .iter()
+        .map(|job| match (job.workload.as_str(), &job.ior, &job.dlio) {
+            ("ior", Some(ior), _) if ior.file_per_process => ior.processes.max(1) as u64,
+            ("dlio", _, Some(dl)) => dl.files,
+            ("ior", ..) | ("h5bench.vpic" | "h5bench.bdcats", ..) => 1,
+            _ => job.clients.len() as u64 * job.threads.max(1) as u64,
+        })
+        .fold(0u64, u64::saturating_add);
+    let need = clients
+        .saturating_mul(n_ost.saturating_mul(OSC_BYTES).saturating_add(CLIENT_BYTES + 4 * n_ost))
+        .saturating_add(files.saturating_mul(clients).saturating_mul(FILE_CLIENT_BYTES));
+    let Some(available) = available_memory() else { return Ok(()) };
+    if need <= available {
+        return Ok(());
+    }
+    Err(format!(
+        "simulating this cluster needs at least {} of memory ({} clients x {} OSTs = {} OSCs, {} file(s) kept for every client), more than the {} this machine has available",
+        human_bytes(need),
+        clients,
+        n_ost,
+        clients.saturating_mul(n_ost),
+        files,
+        human_bytes(available)
+    ))
+}
+
+/// `MemAvailable` of /proc/meminfo in bytes; None where there is no such file (not Linux).
+fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// `bytes` in the largest binary unit that leaves at least 1 (`1.5 GiB`, `440 GiB`, `512 B`).
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }
 

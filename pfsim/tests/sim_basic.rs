@@ -256,3 +256,36 @@ fn a_writer_with_pages_ready_does_not_starve_a_reader() {
         sim.check_invariants().unwrap();
     }
 }
+
+/// Set-up's error for a scenario the core refuses (panics when it is accepted).
+fn refused(json: &str) -> String {
+    match Sim::new(Config::from_json(json).unwrap()) {
+        Ok(_) => panic!("accepted: {json}"),
+        Err(e) => e,
+    }
+}
+
+/// A file must fit on the OSTs it is striped over (the test cluster's OSTs hold 440 GB): its
+/// first object, the largest, is what is checked.
+#[test]
+fn a_file_larger_than_its_osts_is_refused() {
+    let cap = 440_000_000_000u64;
+    let job = |size: u64, stripes: u32| Scenario::new().job(Job::new("filebench.randomread", MIB).filesize(size).stripes(stripes, MIB)).json();
+    let err = refused(&job(cap + 1, 1));
+    assert!(err.contains("cluster.ost_capacity") && err.contains("one OST"), "{err}");
+    assert!(Sim::new(Config::from_json(&job(cap, 1)).unwrap()).is_ok());
+    // two stripes of 1 MiB: each object holds half of the file, rounded to whole stripes
+    assert!(Sim::new(Config::from_json(&job(2 * cap - 2 * MIB, 2)).unwrap()).is_ok());
+    assert!(refused(&job(2 * cap + 2 * MIB, 2)).contains("cluster.ost_capacity"));
+}
+
+/// A cluster whose OSCs alone cannot fit in memory is refused before set-up allocates them.
+#[test]
+fn a_cluster_too_large_for_memory_is_refused_before_set_up() {
+    if !std::path::Path::new("/proc/meminfo").exists() {
+        return; // the check needs Linux's MemAvailable; elsewhere set-up simply tries
+    }
+    // 2^32 clients x 8 OSTs: tens of TiB of OSCs, more than any machine has
+    let err = refused(&Scenario::new().clients(1 << 32).job(Job::new("filebench.seqread", MIB)).json());
+    assert!(err.starts_with("simulating this cluster needs at least") && err.contains("this machine has available"), "{err}");
+}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pfstune.errors import UserError
-from pfstune.units import parse_duration
+from pfstune.units import MIN_PROBE_INTERVAL_NS, parse_duration
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,6 +43,13 @@ def seconds(value: object) -> float:
     result = float(value) if isinstance(value, (int, float)) else parse_duration(str(value)) / 1e9
     if not result > 0:
         raise ValueError(f"{value!r} is not a positive duration")
+    return result
+
+
+def _interval(value: object) -> float:
+    result = seconds(value)
+    if result * 1e9 < MIN_PROBE_INTERVAL_NS:
+        raise ValueError(f"{value!r} is shorter than the shortest probe interval, {MIN_PROBE_INTERVAL_NS / 1e6:g}ms")
     return result
 
 
@@ -88,7 +95,7 @@ class AgentOptions:
     scenario: Path | None = field(default=None, metadata={"convert": Path, "help": "scenario file (sim backend)"})
     tuner: str = field(default="iopathtune", metadata={"convert": str, "help": "tuning policy"})
     tuner_options: dict[str, str] = field(default_factory=dict, metadata={"help": "options of the tuner"})
-    interval: float = field(default=0.5, metadata={"convert": seconds, "help": "probe interval"})
+    interval: float = field(default=0.5, metadata={"convert": _interval, "help": "probe interval"})
     duration: float | None = field(default=None, metadata={"convert": seconds, "help": "stop after this long"})
     osc: str = field(default="*", metadata={"convert": str, "help": "glob of the OSC devices to tune"})
     dry_run: bool = field(default=False, metadata={"convert": _boolean, "help": "print, do not write"})

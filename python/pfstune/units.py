@@ -100,6 +100,12 @@ def parse_rate(value: object) -> float:
     return float(number * factor)
 
 
+# The shortest interval between two probes of a client's statistics, in the agent and in a
+# scenario: Lustre prints its times in microseconds, one probe of a client takes milliseconds,
+# and a shorter interval only makes a run take millions of steps (a typo such as `1ns`).
+MIN_PROBE_INTERVAL_NS = 1_000_000
+
+
 def parse_duration(value: object) -> int:
     """Return integer nanoseconds for a duration such as ``320s``, ``500ms``, ``2min`` or ``25us``."""
     number, unit = _split(value, "duration")

@@ -256,6 +256,7 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc("[{name: j, client: 0, workload: filebench.seqread, iosize: 2m, filesize: 1m}]"), "smaller than iosize"),
         ("name: t\nduration: 320\njobs: [{JOB}]\n".replace("{JOB}", JOB), "duration: 320 is not a duration"),
         (doc(top="probe_interval: 0s\n"), "probe_interval"),
+        (doc(top="probe_interval: 1ns\n"), "probe_interval: '1ns' is shorter than the shortest, 1ms"),
         (doc(top="seed: -1\n"), "seed: -1 is out of range"),
         (doc("[{name: j, client: 5, workload: filebench.seqread}]"), "jobs[0].client: client 5 is out of range"),
         (doc("[{name: j, clients: [0, 9], workload: filebench.seqread}]"), "jobs[0].clients: client 9 is out of range"),

@@ -5,7 +5,7 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
     name: rnd_r_1_io_1m          # required
     seed: 7                      # default 0
     duration: 320s               # required
-    probe_interval: 0.5s         # default 0.5s
+    probe_interval: 0.5s         # default 0.5s; at least 1ms
     cluster:                     # default: preset cloudlab-c6525, unchanged
       preset: cloudlab-c6525     # see pfstune.sim.presets; `pfstune sim presets` lists them
       clients: 5                 # any preset field can be overridden
@@ -81,7 +81,7 @@ import yaml
 from pfstune.errors import ScenarioError, UserError
 from pfstune.sim._values import boolean, choice, integer, positive, text
 from pfstune.sim.presets import DEFAULT_PRESET, FIELDS, PRESETS, resolve_field
-from pfstune.units import parse_duration, parse_size
+from pfstune.units import MIN_PROBE_INTERVAL_NS, parse_duration, parse_size
 
 #: Simulated wall-clock time at t = 0 (2024-06-10), fixed so that output is deterministic.
 START_EPOCH_NS = 1_718_000_000 * 10**9
@@ -463,6 +463,9 @@ class _Builder:
         name = self.get(doc, "name", "", text)
         duration_ns = self.get(doc, "duration", "", positive(parse_duration))
         probe_ns = self.get(doc, "probe_interval", "", positive(parse_duration), 500_000_000)
+        if probe_ns < MIN_PROBE_INTERVAL_NS:
+            shortest = f"{MIN_PROBE_INTERVAL_NS // 10**6}ms"
+            raise self.error("probe_interval", f"{doc['probe_interval']!r} is shorter than the shortest, {shortest}")
         preset, cluster = self.cluster(doc.get("cluster", {}))
         tunables = self.tunables(doc.get("tunables", {}))
         jobs_doc = self.get(doc, "jobs", "", lambda v: v)
