@@ -390,7 +390,7 @@ impl Sim {
             return Ok(());
         }
         Err(format!(
-            "job {:?}: its file of {} over {} OST(s) puts {} on one OST, which holds {} (cluster.ost_capacity)",
+            "job {:?}: its file of {} over {} OST(s) puts {} on one OST, which holds {} (cluster.ost_capacity); stripe it over more OSTs (stripe_count, -1 for all)",
             job.name,
             human_bytes(size),
             count,
