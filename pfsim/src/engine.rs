@@ -164,6 +164,7 @@ impl Sim {
                 oscs: Vec::new(),
                 cpu_free_at: 0,
                 ra_workers: vec![0; (c.client_cpus / 2).max(1) as usize],
+                app_cores: vec![0; c.client_cpus.max(1) as usize],
                 ra_max_pages: ra_max,
                 ra_max_pages_per_file: ra_file,
                 ra_max_read_ahead_whole_pages: (brw_pages.max(512)).min(ra_file),
@@ -885,8 +886,18 @@ impl Sim {
         let o = th.op.as_mut().expect("op");
         o.cursor = end;
         o.state = OpState::Running;
-        let t = self.now + syscall_ns + pages * page_ns;
+        let (core, start) = self.free_core(client);
+        let t = start + syscall_ns + pages * page_ns;
+        self.clients[client].app_cores[core] = t;
         self.schedule(t, Ev::Thread(tid));
+    }
+
+    /// The core of `client` that is free first, and when the calling thread can start on it (now,
+    /// unless every core is busy). The caller books the core until its CPU work is done.
+    fn free_core(&self, client: usize) -> (usize, u64) {
+        let cores = &self.clients[client].app_cores;
+        let (core, &free) = cores.iter().enumerate().min_by_key(|&(_, &free)| free).expect("a client has a core");
+        (core, free.max(self.now))
     }
 
     fn admit(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize) -> Admit {
@@ -1218,8 +1229,9 @@ impl Sim {
         // submit: the reading thread sets up the pages it needs itself, and an RPC chunk leaves
         // as soon as its pages are ready, so small RPCs overlap set-up with I/O and large ones
         // do not; read-ahead pages are set up by the async read-ahead workers
+        let (core, start) = self.free_core(client);
         let c = &self.cfg.cluster;
-        let mut t = self.now + c.client_syscall_ns;
+        let mut t = start + c.client_syscall_ns;
         let (page_ns, extent_ns) = (c.client_page_ns, c.client_extent_ns);
         for (s, e) in sync_runs {
             for (ch, pages) in self.make_chunks(client, file as u32, s, e, false, Some(tid)) {
@@ -1240,6 +1252,7 @@ impl Sim {
             }
         }
         let copy = npages * COPY_NS_PER_PAGE;
+        self.clients[client].app_cores[core] = t + copy;
         let th = &mut self.threads[tid as usize];
         let op = th.op.as_mut().expect("op");
         op.ready_at = t + copy;

@@ -210,6 +210,10 @@ pub struct Client {
     pub cpu_free_at: u64,
     /// Read-ahead workers (max_read_ahead_async_active): when each is next free.
     pub ra_workers: Vec<u64>,
+    /// The node's cores, as application threads use them: when each is next free. A system
+    /// call's CPU work (copying pages, setting them up) waits for a core when every core is busy,
+    /// so more threads than cores share them; with no more threads than cores it never waits.
+    pub app_cores: Vec<u64>,
     // llite tunables (pages where Lustre keeps pages)
     pub ra_max_pages: u64,
     pub ra_max_pages_per_file: u64,

@@ -289,3 +289,22 @@ fn a_cluster_too_large_for_memory_is_refused_before_set_up() {
     let err = refused(&Scenario::new().clients(1 << 32).job(Job::new("filebench.seqread", MIB)).json());
     assert!(err.starts_with("simulating this cluster needs at least") && err.contains("this machine has available"), "{err}");
 }
+
+/// Application threads share their node's cores: reading a file that sits in the page cache is
+/// CPU work (the system call, the copy), so up to `client_cpus` threads read side by side and
+/// more only take turns.
+#[test]
+fn threads_beyond_the_cores_of_a_node_take_turns() {
+    let read = |threads: u32| {
+        let json = Scenario { client_cpus: 4, ..Scenario::new() }
+            .duration_ns(SEC / 2)
+            .job(Job::new("filebench.seqread", 64 * 1024).filesize(MIB).threads(threads).cached(true))
+            .json();
+        let mut sim = Sim::new(Config::from_json(&json).unwrap()).unwrap();
+        sim.run_until(SEC / 2);
+        sim.clients[0].stats.get(LliteCtr::ReadBytes).sum as f64
+    };
+    let (two, four, eight) = (read(2), read(4), read(8));
+    assert!((four / two - 2.0).abs() < 0.01, "2 threads {two}, 4 threads {four}");
+    assert!((eight / four - 1.0).abs() < 0.01, "4 threads {four}, 8 threads {eight}");
+}
