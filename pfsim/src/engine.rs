@@ -1858,40 +1858,57 @@ impl Sim {
     }
 }
 
-/// Refuse a cluster whose simulator state cannot fit in this machine's memory, before
-/// allocating it: each client holds one OSC per OST (~2.9 KiB each) and each file keeps a little
-/// state for every client, so a typo such as `clients: 10000000` would otherwise swap, or be
-/// killed, minutes into set-up. The figure is a lower bound of what set-up allocates.
+/// Refuse a scenario whose simulator state cannot fit in this machine's memory, before
+/// allocating it: each client holds one OSC per OST (~2.9 KiB each), each file keeps a little
+/// state for every client and each thread some for every file it works on, so a typo such as
+/// `clients: 10000000` would otherwise swap, or be killed, minutes into set-up. The figure is a
+/// lower bound of what set-up allocates.
 fn check_memory(cfg: &Config, n_ost: u64) -> Result<(), String> {
     const OSC_BYTES: u64 = std::mem::size_of::<Osc>() as u64 + 64; // and its name
     const CLIENT_BYTES: u64 = std::mem::size_of::<Client>() as u64 + 2 * std::mem::size_of::<Link>() as u64;
     // per file and client: cached pages, reads in flight, dirty pages, writes in flight
     const FILE_CLIENT_BYTES: u64 = 68;
+    // per thread and file it works on: the file's index and its read-ahead state
+    const THREAD_BYTES: u64 = std::mem::size_of::<Thread>() as u64;
+    const THREAD_FILE_BYTES: u64 = 4 + std::mem::size_of::<Readahead>() as u64;
     let clients = cfg.cluster.clients as u64;
-    let files: u64 = cfg
-        .jobs
-        .iter()
-        .map(|job| match (job.workload.as_str(), &job.ior, &job.dlio) {
-            ("ior", Some(ior), _) if ior.file_per_process => ior.processes.max(1) as u64,
-            ("dlio", _, Some(dl)) => dl.files,
-            ("ior", ..) | ("h5bench.vpic" | "h5bench.bdcats", ..) => 1,
-            _ => job.clients.len() as u64 * job.threads.max(1) as u64,
-        })
-        .fold(0u64, u64::saturating_add);
+    let (mut files, mut thread_bytes) = (0u64, 0u64);
+    for job in &cfg.jobs {
+        let on = job.clients.len() as u64;
+        // (files of the job, threads, files each thread works on)
+        let (f, threads, each) = match (job.workload.as_str(), &job.ior, &job.dlio, &job.h5bench) {
+            ("ior", Some(ior), ..) => {
+                let n = ior.processes.max(1) as u64;
+                (if ior.file_per_process { n } else { 1 }, n, 2)
+            }
+            ("dlio", _, Some(dl), _) => (dl.files, on.saturating_mul(dl.read_threads as u64), dl.files),
+            (_, _, _, Some(h5)) => (1, h5.processes as u64, 1),
+            (w, ..) => {
+                let groups = on.saturating_mul(job.threads.max(1) as u64);
+                let roles = if matches!(w, "filebench.randomrw" | "filebench.seqrw") { 2 } else { 1 };
+                (groups, groups.saturating_mul(roles), 1)
+            }
+        };
+        files = files.saturating_add(f);
+        let per_thread = THREAD_BYTES.saturating_add(each.saturating_mul(THREAD_FILE_BYTES));
+        thread_bytes = thread_bytes.saturating_add(threads.saturating_mul(per_thread));
+    }
     let need = clients
         .saturating_mul(n_ost.saturating_mul(OSC_BYTES).saturating_add(CLIENT_BYTES + 4 * n_ost))
-        .saturating_add(files.saturating_mul(clients).saturating_mul(FILE_CLIENT_BYTES));
+        .saturating_add(files.saturating_mul(clients).saturating_mul(FILE_CLIENT_BYTES))
+        .saturating_add(thread_bytes);
     let Some(available) = available_memory() else { return Ok(()) };
     if need <= available {
         return Ok(());
     }
     Err(format!(
-        "simulating this cluster needs at least {} of memory ({} clients x {} OSTs = {} OSCs, {} file(s) kept for every client), more than the {} this machine has available",
+        "simulating this scenario needs at least {} of memory ({} clients x {} OSTs = {} OSCs, {} file(s) kept for every client, {} of application threads), more than the {} this machine has available",
         human_bytes(need),
         clients,
         n_ost,
         clients.saturating_mul(n_ost),
         files,
+        human_bytes(thread_bytes),
         human_bytes(available)
     ))
 }

@@ -287,7 +287,7 @@ fn a_cluster_too_large_for_memory_is_refused_before_set_up() {
     }
     // 2^32 clients x 8 OSTs: tens of TiB of OSCs, more than any machine has
     let err = refused(&Scenario::new().clients(1 << 32).job(Job::new("filebench.seqread", MIB)).json());
-    assert!(err.starts_with("simulating this cluster needs at least") && err.contains("this machine has available"), "{err}");
+    assert!(err.starts_with("simulating this scenario needs at least") && err.contains("this machine has available"), "{err}");
 }
 
 /// Application threads share their node's cores: reading a file that sits in the page cache is
