@@ -39,6 +39,15 @@ def test_bad_sizes_name_the_value(text: object) -> None:
     assert repr(text) in str(err.value)
 
 
+def test_sizes_and_durations_stop_where_pfsim_s_64_bit_arithmetic_would_wrap() -> None:
+    assert parse_size("1024p") == 1 << 60
+    assert parse_duration("1000h") == 1000 * 3600 * 10**9
+    with pytest.raises(UnitError, match=r"'1025p' is larger than any size pfstune handles \(1 EiB\)"):
+        parse_size("1025p")
+    with pytest.raises(UnitError, match=r"'1001h' is longer than any duration pfstune handles \(1000h\)"):
+        parse_duration("1001h")
+
+
 def test_unit_errors_are_user_errors() -> None:
     assert issubclass(UnitError, UserError)
 

@@ -352,7 +352,7 @@ impl Sim {
             }
             if job.workload == "dlio" {
                 let dl = job.dlio.as_ref().expect("checked");
-                let size = dl.samples_per_file * dl.sample_size;
+                let size = dl.samples_per_file.saturating_mul(dl.sample_size);
                 self.check_fits(job, size)?;
                 let files: Vec<u32> =
                     (0..dl.files).map(|_| self.create_file(size, job.stripe_count, job.stripe_size)).collect();

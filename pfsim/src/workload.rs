@@ -197,11 +197,12 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
 /// Size of the file an IOR job works on (per process or shared).
 pub fn ior_file_size(job: &JobConfig, nproc: u32) -> u64 {
     let ior = job.ior.as_ref().expect("checked in config");
-    let per = ior.block * ior.segments.max(1);
+    // saturating: a size past 2^64 is refused by the capacity check, not wrapped into a small one
+    let per = ior.block.saturating_mul(ior.segments.max(1));
     if ior.file_per_process {
         per
     } else {
-        per * nproc as u64
+        per.saturating_mul(nproc as u64)
     }
 }
 
@@ -220,8 +221,8 @@ fn h5_shape(h5: &H5Config, write: bool) -> (u64, u64) {
 /// Bytes of the shared HDF5 file: every timestep's datasets, one after the other (HDF5's
 /// contiguous layout; the few KiB of metadata are not simulated).
 pub fn h5_file_size(h5: &H5Config) -> u64 {
-    let total = h5.particles * h5.processes as u64;
-    H5_PROPERTIES * H5_ELEMENT * total * h5.timesteps
+    let total = h5.particles.saturating_mul(h5.processes as u64);
+    (H5_PROPERTIES * H5_ELEMENT).saturating_mul(total).saturating_mul(h5.timesteps)
 }
 
 /// Next request of an h5bench rank, or None when its last timestep is done (the kernel ends, as
@@ -315,7 +316,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
     let dl = job.dlio.as_ref().expect("checked in config");
     let (w, n_workers) = (worker as u64, workers as u64);
     // training steps of batches completed by the previous read
-    let batch = (dl.batch_size * dl.sample_size / dl.read_threads as u64).max(1);
+    let batch = (dl.batch_size.saturating_mul(dl.sample_size) / dl.read_threads as u64).max(1);
     while prog.batch_bytes >= batch {
         prog.batch_bytes -= batch;
         let start = prog.compute_end.max(now);

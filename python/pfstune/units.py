@@ -79,6 +79,8 @@ def parse_size(value: object) -> int:
     total = number * factor
     if total != total.to_integral_value():
         raise UnitError(f"{value!r} is not a whole number of bytes")
+    if total > MAX_SIZE:
+        raise UnitError(f"{value!r} is larger than any size pfstune handles (1 EiB)")
     return int(total)
 
 
@@ -105,6 +107,12 @@ def parse_rate(value: object) -> float:
 # and a shorter interval only makes a run take millions of steps (a typo such as `1ns`).
 MIN_PROBE_INTERVAL_NS = 1_000_000
 
+# The largest size and duration any value may have (1 EiB; 1000 hours). pfsim keeps bytes and
+# nanoseconds in 64-bit integers; these leave room for the sums and products it forms from them
+# (a time plus a latency, a size times a count), where a larger value would wrap around.
+MAX_SIZE = 1 << 60
+MAX_DURATION_NS = 1000 * 3600 * 10**9
+
 
 def parse_duration(value: object) -> int:
     """Return integer nanoseconds for a duration such as ``320s``, ``500ms``, ``2min`` or ``25us``."""
@@ -118,4 +126,6 @@ def parse_duration(value: object) -> int:
     total = number * factor
     if total != total.to_integral_value():
         raise UnitError(f"{value!r} is not a whole number of nanoseconds")
+    if total > MAX_DURATION_NS:
+        raise UnitError(f"{value!r} is longer than any duration pfstune handles (1000h)")
     return int(total)

@@ -257,6 +257,16 @@ def test_every_declared_tunable_is_accepted() -> None:
         ("name: t\nduration: 320\njobs: [{JOB}]\n".replace("{JOB}", JOB), "duration: 320 is not a duration"),
         (doc(top="probe_interval: 0s\n"), "probe_interval"),
         (doc(top="probe_interval: 1ns\n"), "probe_interval: '1ns' is shorter than the shortest, 1ms"),
+        # beyond what pfsim's 64-bit times, sizes and 32-bit counts hold
+        (doc(cluster="{net_bandwidth: '0.000001'}"), "cluster.net_bandwidth: '0.000001' is below the smallest"),
+        (doc(cluster="{net_latency: 11s}"), "cluster.net_latency: '11s' is above the largest this field takes, 10s"),
+        (doc(cluster="{ost_channels: 65536}"), "cluster.ost_channels: 65536 is out of range (expected from 1 to 1024)"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, threads: 4294967296}]"), "jobs[0].threads"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, filesize: 100000p}]"), "jobs[0].filesize"),
+        (
+            doc("[{name: j, client: 0, workload: ior, transfer: 1m, block: 1p, segments: 2000000}]"),
+            "jobs[0]: its file (block x segments (x processes)) would be",
+        ),
         (doc(top="seed: -1\n"), "seed: -1 is out of range"),
         (doc("[{name: j, client: 5, workload: filebench.seqread}]"), "jobs[0].client: client 5 is out of range"),
         (doc("[{name: j, clients: [0, 9], workload: filebench.seqread}]"), "jobs[0].clients: client 9 is out of range"),

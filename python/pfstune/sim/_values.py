@@ -15,21 +15,49 @@ from typing import TypeVar
 
 from pfstune.errors import UserError
 
-__all__ = ["boolean", "choice", "integer", "positive", "text"]
+__all__ = ["MAX_COUNT", "at_least", "at_most", "boolean", "choice", "integer", "positive", "text"]
 
 _Number = TypeVar("_Number", int, float)
 
 
-def integer(low: int, high: int | None = None) -> Callable[[object], int]:
-    """An integer (not a bool) from ``low`` to ``high`` (unbounded when None)."""
+# The largest count (threads, processes, clients, ...) a scenario may give: pfsim keeps counts
+# in 32-bit integers, and no simulation this size would fit in memory anyway.
+MAX_COUNT = 2**31 - 1
+
+
+def integer(low: int, high: int = MAX_COUNT) -> Callable[[object], int]:
+    """An integer (not a bool) from ``low`` to ``high``."""
 
     def convert(value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise UserError(f"expected an integer, not {value!r}")
-        if value < low or (high is not None and value > high):
-            bound = f">= {low}" if high is None else f"from {low} to {high}"
-            raise UserError(f"{value} is out of range (expected {bound})")
+        if not low <= value <= high:
+            raise UserError(f"{value} is out of range (expected from {low} to {high})")
         return value
+
+    return convert
+
+
+def at_most(limit: _Number, shown: str, parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
+    """What ``parse`` returns, refused above ``limit`` (``shown`` is the limit as the user writes it)."""
+
+    def convert(value: object) -> _Number:
+        result = parse(value)
+        if result > limit:
+            raise UserError(f"{value!r} is above the largest this field takes, {shown}")
+        return result
+
+    return convert
+
+
+def at_least(limit: _Number, shown: str, parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
+    """What ``parse`` returns, refused below ``limit`` (``shown`` is the limit as the user writes it)."""
+
+    def convert(value: object) -> _Number:
+        result = parse(value)
+        if result < limit:
+            raise UserError(f"{value!r} is below the smallest this field takes, {shown}")
+        return result
 
     return convert
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pfstune.errors import UserError
-from pfstune.sim._values import choice, integer, positive, text
+from pfstune.sim._values import at_least, at_most, choice, integer, positive, text
 from pfstune.units import parse_duration, parse_rate, parse_size
 
 # The simulator author's numbers; tune them here and nowhere else.
@@ -83,6 +83,12 @@ def _brw_size(value: object) -> int:
     return size
 
 
+# Bandwidths of at least 1 kB/s and latencies and costs of at most 10 s: beyond them no device or
+# network is described, and pfsim's times (64-bit nanoseconds) would overflow as they add up.
+_rate = at_least(1000.0, "1k (bytes/s)", positive(parse_rate))
+_delay = at_most(10 * 10**9, "10s", parse_duration)
+
+
 @dataclass(frozen=True)
 class Field:
     """One preset field: how to check and convert its value, and its engine config key."""
@@ -97,30 +103,30 @@ FIELDS: dict[str, Field] = {
     "fsname": Field(_fsname, "fsname"),
     "clients": Field(integer(1), "clients"),
     "client_ram": Field(positive(parse_size), "client_ram_bytes"),
-    "client_cpus": Field(integer(1), "client_cpus"),
+    "client_cpus": Field(integer(1, 4096), "client_cpus"),
     "oss": Field(integer(1), "oss"),
     "osts_per_oss": Field(integer(1), "osts_per_oss"),
-    "oss_threads": Field(integer(1), "oss_threads"),
-    "net_bandwidth": Field(positive(parse_rate), "net_bandwidth_bps"),
-    "net_stream_bandwidth": Field(positive(parse_rate), "net_stream_bps"),
-    "net_latency": Field(parse_duration, "net_latency_ns"),
+    "oss_threads": Field(integer(1, 65536), "oss_threads"),
+    "net_bandwidth": Field(_rate, "net_bandwidth_bps"),
+    "net_stream_bandwidth": Field(_rate, "net_stream_bps"),
+    "net_latency": Field(_delay, "net_latency_ns"),
     "ost_kind": Field(choice("OST kind", "ssd", "hdd"), "ost_kind"),
-    "ost_read_bw": Field(positive(parse_rate), "ost_read_bw_bps"),
-    "ost_write_bw": Field(positive(parse_rate), "ost_write_bw_bps"),
-    "ost_read_latency": Field(parse_duration, "ost_read_latency_ns"),
-    "ost_write_latency": Field(parse_duration, "ost_write_latency_ns"),
-    "ost_random_penalty": Field(parse_duration, "ost_random_penalty_ns"),
+    "ost_read_bw": Field(_rate, "ost_read_bw_bps"),
+    "ost_write_bw": Field(_rate, "ost_write_bw_bps"),
+    "ost_read_latency": Field(_delay, "ost_read_latency_ns"),
+    "ost_write_latency": Field(_delay, "ost_write_latency_ns"),
+    "ost_random_penalty": Field(_delay, "ost_random_penalty_ns"),
     "ost_scheduler": Field(choice("I/O scheduler", "none", "mq-deadline"), "ost_scheduler"),
-    "ost_channels": Field(integer(1), "ost_channels"),
+    "ost_channels": Field(integer(1, 1024), "ost_channels"),
     "ost_stripe": Field(positive(parse_size), "ost_stripe_bytes"),
     "ost_capacity": Field(positive(parse_size), "ost_capacity_bytes"),
-    "ost_rpm": Field(integer(0), "ost_rpm"),
-    "oss_service_time": Field(parse_duration, "oss_service_ns"),
-    "client_rpc_cost": Field(parse_duration, "client_rpc_ns"),
-    "client_page_cost": Field(parse_duration, "client_page_ns"),
-    "client_write_page_cost": Field(parse_duration, "client_write_page_ns"),
-    "client_extent_cost": Field(parse_duration, "client_extent_ns"),
-    "client_syscall_cost": Field(parse_duration, "client_syscall_ns"),
+    "ost_rpm": Field(integer(0, 100_000), "ost_rpm"),
+    "oss_service_time": Field(_delay, "oss_service_ns"),
+    "client_rpc_cost": Field(_delay, "client_rpc_ns"),
+    "client_page_cost": Field(_delay, "client_page_ns"),
+    "client_write_page_cost": Field(_delay, "client_write_page_ns"),
+    "client_extent_cost": Field(_delay, "client_extent_ns"),
+    "client_syscall_cost": Field(_delay, "client_syscall_ns"),
     "brw_size": Field(_brw_size, "brw_size_bytes"),
 }
 

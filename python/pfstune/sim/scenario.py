@@ -58,6 +58,11 @@ syntax error raises :class:`~pfstune.errors.ScenarioError` with a one-line messa
 file and the key path, e.g. ``scenario.yaml: jobs[1]: unknown key 'iosze' (did you mean
 'iosize'?)``.
 
+Values stay within what pfsim's 64-bit arithmetic holds: sizes up to 1 EiB (a workload's file
+too), durations up to 1000h, counts up to 2^31 - 1; in ``cluster``, bandwidths of at least 1 kB/s,
+latencies and costs of at most 10s, ``ost_channels`` up to 1024. Set-up refuses a file larger
+than the OSTs it is striped over hold, and a scenario too large for the machine's memory.
+
 >>> s = parse_scenario('''
 ... name: demo
 ... duration: 20s
@@ -81,7 +86,7 @@ import yaml
 from pfstune.errors import ScenarioError, UserError
 from pfstune.sim._values import boolean, choice, integer, positive, text
 from pfstune.sim.presets import DEFAULT_PRESET, FIELDS, PRESETS, resolve_field
-from pfstune.units import MIN_PROBE_INTERVAL_NS, parse_duration, parse_size
+from pfstune.units import MAX_SIZE, MIN_PROBE_INTERVAL_NS, parse_duration, parse_size
 
 #: Simulated wall-clock time at t = 0 (2024-06-10), fixed so that output is deterministic.
 START_EPOCH_NS = 1_718_000_000 * 10**9
@@ -580,6 +585,11 @@ class _Builder:
             filesize = self.get(doc, "filesize", path, positive(parse_size), 1 << 30)
             if filesize < iosize:
                 raise self.error(f"{path}.filesize", f"filesize ({filesize} B) is smaller than iosize ({iosize} B)")
+        if filesize > MAX_SIZE:  # a product of the workload's own keys
+            made_of = {"ior": "block x segments (x processes)", "dlio": "samples_per_file x sample_size"}
+            what = made_of.get(workload, "its particles, processes and timesteps")
+            too_large = f"{filesize} bytes, larger than any pfstune handles (1 EiB)"
+            raise self.error(path, f"its file ({what}) would be {too_large}")
         return Job(
             name=name,
             clients=clients,
