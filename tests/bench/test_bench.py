@@ -142,6 +142,14 @@ def test_unreachable_scheduler_is_a_user_error(two_phases: Path, monkeypatch: py
         run_bench([str(two_phases)], ["default"], [1], scheduler="tcp://127.0.0.1:9")
 
 
+def test_two_scenarios_of_one_name_are_refused_before_running(two_phases: Path, tmp_path: Path) -> None:
+    copy_of_it = tmp_path / "again.yaml"
+    copy_of_it.write_text(two_phases.read_text())
+    for paths in ([two_phases, two_phases], [two_phases, copy_of_it]):
+        with pytest.raises(UserError, match=r"are both scenario 'two-phases': the report names"):
+            run_bench([str(p) for p in paths], ["default"], [1], jobs=1)
+
+
 def test_cli_errors(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["bench", str(two_phases), "--tuners", "default,nope"])

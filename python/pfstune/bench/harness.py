@@ -147,6 +147,15 @@ def run_bench(
         raise UserError("--seeds: give at least one seed")
     scenarios = [BenchScenario(path, read_scenario_text(path), dict(overrides or {})) for path in scenario_paths]
     loaded = {(s.path, seed): s.load(seed) for s in scenarios for seed in seeds}  # validates every file now
+    named: dict[str, str] = {}
+    for s in scenarios:  # the report names its rows and plots by scenario name
+        name = loaded[(s.path, seeds[0])].name
+        if name in named:
+            raise UserError(
+                f"{named[name]} and {s.path} are both scenario {name!r}: the report names its tables and plots "
+                "by scenario name, so give each scenario once and a name of its own"
+            )
+        named[name] = s.path
     configs = grid_configs(GRIDS["dial99"])
     tuned = [(s, seed, t) for s in scenarios for seed in seeds for t in tuners if t != "oracle"]
     sweeps = [(s, seed) for s in scenarios for seed in seeds] if "oracle" in tuners else []
