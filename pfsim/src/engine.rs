@@ -244,6 +244,7 @@ impl Sim {
         }
         sim.next_ost = rng.below(n_ost as u64) as u32;
         sim.create_threads(&mut rng)?;
+        sim.check_osts_hold_the_files()?;
         sim.rng = rng;
         // tunables of the scenario, applied to every matching device before anything runs
         let tunables = sim.cfg.tunables.clone();
@@ -378,6 +379,33 @@ impl Sim {
             }
         }
         Ok(())
+    }
+
+    /// All the files set-up made must fit on the OSTs together, as on a real cluster, where the
+    /// workloads' preallocation or first writes would fail with ENOSPC. Object `i` of a file
+    /// holds `stripe_size` of every `stripe_count` stripes from stripe `i` on.
+    fn check_osts_hold_the_files(&self) -> Result<(), String> {
+        let mut used = vec![0u64; self.devices.len()];
+        for f in &self.files {
+            let (unit, count) = (f.stripe_size.max(1), f.osts.len() as u64);
+            let row = unit.saturating_mul(count);
+            for (i, &ost) in f.osts.iter().enumerate() {
+                let tail = (f.size % row).saturating_sub(i as u64 * unit).min(unit);
+                let bytes = (f.size / row).saturating_mul(unit).saturating_add(tail);
+                used[ost as usize] = used[ost as usize].saturating_add(bytes);
+            }
+        }
+        let capacity = self.cfg.cluster.ost_capacity_bytes;
+        let Some((ost, &bytes)) = used.iter().enumerate().max_by_key(|&(_, b)| *b) else { return Ok(()) };
+        if bytes <= capacity {
+            return Ok(());
+        }
+        Err(format!(
+            "the scenario's files put {} on OST{:04x}, which holds {} (cluster.ost_capacity); use fewer or smaller files, or more OSTs",
+            human_bytes(bytes),
+            ost,
+            human_bytes(capacity)
+        ))
     }
 
     /// A job's file must fit on the OSTs it is striped over, as on a real cluster (ENOSPC): its

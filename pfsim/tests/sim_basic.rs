@@ -308,3 +308,13 @@ fn threads_beyond_the_cores_of_a_node_take_turns() {
     assert!((four / two - 2.0).abs() < 0.01, "2 threads {two}, 4 threads {four}");
     assert!((eight / four - 1.0).abs() < 0.01, "4 threads {four}, 8 threads {eight}");
 }
+
+/// The files of a scenario must fit on the OSTs together: files go to the OSTs in turn, so on the
+/// test cluster's 8 OSTs of 440 GB eight 300 GB files fit and a ninth shares an OST with one.
+#[test]
+fn files_that_overfill_an_ost_together_are_refused() {
+    let files = |n: u32| Scenario::new().job(Job::new("filebench.seqread", MIB).filesize(300_000_000_000).threads(n)).json();
+    assert!(Sim::new(Config::from_json(&files(8)).unwrap()).is_ok());
+    let err = refused(&files(9));
+    assert!(err.starts_with("the scenario's files put 558.8 GiB on OST") && err.contains("cluster.ost_capacity"), "{err}");
+}

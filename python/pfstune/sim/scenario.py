@@ -61,7 +61,8 @@ file and the key path, e.g. ``scenario.yaml: jobs[1]: unknown key 'iosze' (did y
 Values stay within what pfsim's 64-bit arithmetic holds: sizes up to 1 EiB (a workload's file
 too), durations up to 1000h, counts up to 2^31 - 1; in ``cluster``, bandwidths of at least 1 kB/s,
 latencies and costs of at most 10s, ``ost_channels`` up to 1024. Set-up refuses a file larger
-than the OSTs it is striped over hold, and a scenario too large for the machine's memory.
+than the OSTs it is striped over hold, files that together overfill an OST, and a scenario too
+large for the machine's memory.
 
 >>> s = parse_scenario('''
 ... name: demo
