@@ -382,16 +382,12 @@ impl Sim {
     }
 
     /// All the files set-up made must fit on the OSTs together, as on a real cluster, where the
-    /// workloads' preallocation or first writes would fail with ENOSPC. Object `i` of a file
-    /// holds `stripe_size` of every `stripe_count` stripes from stripe `i` on.
+    /// workloads' preallocation or first writes would fail with ENOSPC.
     fn check_osts_hold_the_files(&self) -> Result<(), String> {
         let mut used = vec![0u64; self.devices.len()];
         for f in &self.files {
-            let (unit, count) = (f.stripe_size.max(1), f.osts.len() as u64);
-            let row = unit.saturating_mul(count);
             for (i, &ost) in f.osts.iter().enumerate() {
-                let tail = (f.size % row).saturating_sub(i as u64 * unit).min(unit);
-                let bytes = (f.size / row).saturating_mul(unit).saturating_add(tail);
+                let bytes = object_bytes(f.size, f.stripe_size, f.osts.len() as u64, i as u64);
                 used[ost as usize] = used[ost as usize].saturating_add(bytes);
             }
         }
@@ -409,11 +405,10 @@ impl Sim {
     }
 
     /// A job's file must fit on the OSTs it is striped over, as on a real cluster (ENOSPC): its
-    /// first object, the largest, holds `stripe_size` of every `stripe_count` stripes.
+    /// first object is the largest.
     fn check_fits(&self, job: &JobConfig, size: u64) -> Result<(), String> {
-        let (unit, count) = (job.stripe_size.max(1), job.stripe_count.max(1) as u64);
-        let row = unit.saturating_mul(count);
-        let largest = (size / row).saturating_mul(unit) + (size % row).min(unit);
+        let count = job.stripe_count.max(1) as u64;
+        let largest = object_bytes(size, job.stripe_size, count, 0);
         let capacity = self.cfg.cluster.ost_capacity_bytes;
         if largest <= capacity {
             return Ok(());
@@ -1884,6 +1879,15 @@ impl Sim {
         }
         Ok(())
     }
+}
+
+/// Bytes of object `i` of a file of `size` bytes in `count` stripes of `unit` bytes: a whole
+/// stripe unit of every full row of stripes, and its part of the last row.
+fn object_bytes(size: u64, unit: u64, count: u64, i: u64) -> u64 {
+    let unit = unit.max(1);
+    let row = unit.saturating_mul(count.max(1));
+    let tail = (size % row).saturating_sub(i.saturating_mul(unit)).min(unit);
+    (size / row).saturating_mul(unit).saturating_add(tail)
 }
 
 /// Refuse a scenario whose simulator state cannot fit in this machine's memory, before

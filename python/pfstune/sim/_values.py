@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pfstune.errors import UserError
 
-__all__ = ["MAX_COUNT", "at_least", "at_most", "boolean", "choice", "integer", "positive", "text"]
+__all__ = ["MAX_COUNT", "boolean", "bounded", "choice", "integer", "positive", "text"]
 
 _Number = TypeVar("_Number", int, float)
 
@@ -38,25 +38,18 @@ def integer(low: int, high: int = MAX_COUNT) -> Callable[[object], int]:
     return convert
 
 
-def at_most(limit: _Number, shown: str, parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
-    """What ``parse`` returns, refused above ``limit`` (``shown`` is the limit as the user writes it)."""
+def bounded(
+    parse: Callable[[object], _Number], shown: str, low: _Number | None = None, high: _Number | None = None
+) -> Callable[[object], _Number]:
+    """What ``parse`` returns, refused below ``low`` or above ``high`` (``shown``: that bound as the
+    user writes it)."""
 
     def convert(value: object) -> _Number:
         result = parse(value)
-        if result > limit:
-            raise UserError(f"{value!r} is above the largest this field takes, {shown}")
-        return result
-
-    return convert
-
-
-def at_least(limit: _Number, shown: str, parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
-    """What ``parse`` returns, refused below ``limit`` (``shown`` is the limit as the user writes it)."""
-
-    def convert(value: object) -> _Number:
-        result = parse(value)
-        if result < limit:
+        if low is not None and result < low:
             raise UserError(f"{value!r} is below the smallest this field takes, {shown}")
+        if high is not None and result > high:
+            raise UserError(f"{value!r} is above the largest this field takes, {shown}")
         return result
 
     return convert

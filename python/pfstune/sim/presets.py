@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pfstune.errors import UserError
-from pfstune.sim._values import at_least, at_most, choice, integer, positive, text
+from pfstune.sim._values import bounded, choice, integer, positive, text
 from pfstune.units import parse_duration, parse_rate, parse_size
 
 # The simulator author's numbers; tune them here and nowhere else.
@@ -85,8 +85,8 @@ def _brw_size(value: object) -> int:
 
 # Bandwidths of at least 1 kB/s and latencies and costs of at most 10 s: beyond them no device or
 # network is described, and pfsim's times (64-bit nanoseconds) would overflow as they add up.
-_rate = at_least(1000.0, "1k (bytes/s)", positive(parse_rate))
-_delay = at_most(10 * 10**9, "10s", parse_duration)
+_rate = bounded(positive(parse_rate), "1k (bytes/s)", low=1000.0)
+_delay = bounded(parse_duration, "10s", high=10 * 10**9)
 
 
 @dataclass(frozen=True)
