@@ -844,6 +844,7 @@ impl Sim {
             let page = cursor / PAGE;
             let last_page = (end - 1) / PAGE;
             let f = &self.files[file];
+            f.cache[client].prefetch(page); // inserted below, after the admission's tree work
             let (stripe, obj_page) = f.map(page);
             let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
             let obj = f.obj_ids[stripe];

@@ -51,6 +51,24 @@ impl PageSet {
         self.count == 0
     }
 
+    /// Ask the CPU to fetch the bitmap word of page `p` now, so that an `insert` or `remove` of it
+    /// some work later does not wait for memory: a random writer's next word is rarely in cache,
+    /// and that wait was most of `insert`'s time (fivestream-mix). Changes nothing else.
+    #[inline]
+    pub fn prefetch(&self, p: u64) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(Slot::Part(bits)) = self.blocks.get((p >> BLOCK_BITS) as usize) {
+            let word = &bits.words[((p & (BLOCK_PAGES - 1)) / 64) as usize];
+            // SAFETY: a prefetch is a hint that never faults and reads nothing the program sees;
+            // SSE, which it needs, is part of every x86-64 CPU.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((word as *const u64).cast())
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
+    }
+
     /// Add pages [s, e]; returns how many were not in the set.
     pub fn insert(&mut self, s: u64, e: u64) -> u64 {
         debug_assert!(s <= e);
