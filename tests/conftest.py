@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,18 @@ cluster: {preset: cloudlab-c6525, clients: 1}
 jobs:
   - {name: reader, client: 0, workload: filebench.randomread, iosize: 16m, filesize: 1g}
 """
+
+
+@pytest.fixture(autouse=True)
+def _pfstune_logging_as_a_fresh_process_has_it() -> Iterator[None]:
+    """Undo a test's `setup_json_logging`: its handler would stay on that test's captured stderr
+    (closed afterwards) at its level, and a later test that runs the agent without setting up
+    logging (collect) would see records no fresh process prints."""
+    logger = logging.getLogger("pfstune")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.propagate = saved[0], saved[2]
+    logger.setLevel(saved[1])  # through setLevel, which also drops the loggers' cached levels
 
 
 @pytest.fixture
