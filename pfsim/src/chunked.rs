@@ -63,9 +63,6 @@ impl<T: Copy> ChunkedDeque<T> {
 
     /// Keep only the elements for which `keep` is true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
-        if !self.iter().any(|v| !keep(v)) {
-            return;
-        }
         let mut out = ChunkedDeque::new();
         for v in self.iter() {
             if keep(v) {

@@ -30,6 +30,17 @@ from decimal import Decimal
 
 from pfstune.errors import UnitError
 
+# The shortest interval between two probes of a client's statistics, in the agent and in a
+# scenario: Lustre prints its times in microseconds, one probe of a client takes milliseconds,
+# and a shorter interval only makes a run take millions of steps (a typo such as `1ns`).
+MIN_PROBE_INTERVAL_NS = 1_000_000
+
+# The largest size and duration any value may have (1 EiB; 1000 hours). pfsim keeps bytes and
+# nanoseconds in 64-bit integers; these leave room for the sums and products it forms from them
+# (a time plus a latency, a size times a count), where a larger value would wrap around.
+MAX_SIZE = 1 << 60
+MAX_DURATION_NS = 1000 * 3600 * 10**9
+
 _NUMBER = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([^\s\d.]*)\s*$")
 
 _SIZE_UNITS = {
@@ -100,18 +111,6 @@ def parse_rate(value: object) -> float:
             "use k, m, g, t (powers of 1000, optionally with B or B/s) or KiB/s, MiB/s, GiB/s"
         )
     return float(number * factor)
-
-
-# The shortest interval between two probes of a client's statistics, in the agent and in a
-# scenario: Lustre prints its times in microseconds, one probe of a client takes milliseconds,
-# and a shorter interval only makes a run take millions of steps (a typo such as `1ns`).
-MIN_PROBE_INTERVAL_NS = 1_000_000
-
-# The largest size and duration any value may have (1 EiB; 1000 hours). pfsim keeps bytes and
-# nanoseconds in 64-bit integers; these leave room for the sums and products it forms from them
-# (a time plus a latency, a size times a count), where a larger value would wrap around.
-MAX_SIZE = 1 << 60
-MAX_DURATION_NS = 1000 * 3600 * 10**9
 
 
 def parse_duration(value: object) -> int:
