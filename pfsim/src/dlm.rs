@@ -305,8 +305,9 @@ impl Sim {
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
             self.files[cb.file as usize].lock_changes[cb.stripe] += 1;
             let osc = &mut self.oscs[osc_i as usize];
-            osc.stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
-            osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+            let stats = &mut osc.counters_mut().stats;
+            stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
+            stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
             self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
             cancelled += 1;
         }
@@ -325,8 +326,9 @@ impl Sim {
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
         let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
         let osc = &mut self.oscs[osc_i as usize];
-        osc.stats.add(OscCtr::LdlmExtentEnqueue, 1);
-        osc.stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+        let stats = &mut osc.counters_mut().stats;
+        stats.add(OscCtr::LdlmExtentEnqueue, 1);
+        stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
         // the op that asked holds a reference: it proceeds even if the lock is called back
         if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
             op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);

@@ -10,7 +10,7 @@ use crate::device::{transfer, Device, Disk, Elevator, Link, Request};
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
-use crate::stats::{LliteCtr, LliteStats, OscCtr, OscStats, RaCtr, RaStats, RpcHists, TextStyle};
+use crate::stats::{LliteCtr, LliteStats, OscCtr, RaCtr, RaStats, TextStyle};
 use crate::workload::{self, Role};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -147,7 +147,7 @@ impl Sim {
         };
         let ram_pages = c.client_ram_bytes / PAGE;
         let brw_pages = c.brw_size_bytes / PAGE;
-        // sized once: growing by doubling would copy every OSC (~3 KiB each) into fresh pages
+        // sized once: growing by doubling would copy every OSC (~300 bytes each) into fresh pages
         // again and again, and fresh pages are what set-up of a large cluster spends its time on
         sim.oscs.reserve_exact(c.clients * n_ost as usize);
         sim.clients.reserve_exact(c.clients);
@@ -206,7 +206,7 @@ impl Sim {
                     max_dirty_pages: 0,
                     short_io_bytes: 16384,
                     checksums: true,
-                    checksum_type: "crc32c".into(),
+                    checksum_type: "crc32c",
                     resend_count: 10,
                     grant_shrink_interval: 1200,
                     idle_timeout: 20,
@@ -227,16 +227,13 @@ impl Sim {
                     writeback_waiters: Vec::new(),
                     last_reply_ns: 0,
                     connected: true,
-                    stats: OscStats::new(t0),
-                    hists: RpcHists::default(),
+                    counters: None,
+                    connect_ns: t0,
                     rpc_stats_init_ns: 0,
                     osc_stats_init_ns: t0,
                     osc_read_bytes: 0,
                     osc_write_bytes: 0,
                 };
-                osc.stats.add(OscCtr::OstConnect, 400);
-                osc.stats.add(OscCtr::ReqWaittime, 400);
-                osc.stats.add(OscCtr::ReqActive, 1);
                 adjust_max_dirty(&mut osc, ram_pages);
                 sim.oscs.push(osc);
             }
@@ -250,7 +247,7 @@ impl Sim {
         let tunables = sim.cfg.tunables.clone();
         for (name, value) in &tunables {
             sim.set_everywhere(name, value)
-                .map_err(|e| format!("tunable {name}={value}: {}", crate::parse::strerror(e)))?;
+                .map_err(|e| format!("tunable {name}={value}: {}", sim.refusal(0, name, e)))?;
         }
         sim.preload_caches();
         for ci in 0..sim.clients.len() as u32 {
@@ -1072,7 +1069,7 @@ impl Sim {
                         op.fsync = false;
                         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
                         let osc_i = self.clients[client as usize].oscs[self.files[file as usize].osts[0] as usize];
-                        self.oscs[osc_i as usize].stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
+                        self.oscs[osc_i as usize].counters_mut().stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
                         self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
                         self.seq += 1;
                         self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
@@ -1548,13 +1545,15 @@ impl Sim {
         let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
         if rpc.write {
             osc.w_in_flight += 1;
-            osc.hists.tally_write(pages32, osc.w_in_flight, rpc.start_page);
+            let n = osc.w_in_flight;
+            osc.counters_mut().hists.tally_write(pages32, n, rpc.start_page);
         } else {
             osc.r_in_flight += 1;
-            osc.hists.tally_read(pages32, osc.r_in_flight, rpc.start_page);
+            let n = osc.r_in_flight;
+            osc.counters_mut().hists.tally_read(pages32, n, rpc.start_page);
         }
         let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
-        osc.stats.add(OscCtr::ReqActive, inflight as i64);
+        osc.counters_mut().stats.add(OscCtr::ReqActive, inflight as i64);
         let client = &mut self.clients[osc.client as usize];
         let sent = self.now.max(client.cpu_free_at) + rpc_ns;
         client.cpu_free_at = sent;
@@ -1731,7 +1730,7 @@ impl Sim {
         let client = osc.client as usize;
         let bytes = rpc.pages * PAGE;
         let wait_us = ((now - rpc.sent_ns) / 1000) as i64;
-        osc.stats.add(OscCtr::ReqWaittime, wait_us);
+        osc.counters_mut().stats.add(OscCtr::ReqWaittime, wait_us);
         osc.last_reply_ns = now;
         if rpc.write {
             osc.w_in_flight -= 1;
@@ -1741,8 +1740,9 @@ impl Sim {
                     oc.hp_in_flight -= 1;
                 }
             }
-            osc.stats.add(OscCtr::WriteBytes, bytes as i64);
-            osc.stats.add(OscCtr::OstWrite, wait_us);
+            let stats = &mut osc.counters_mut().stats;
+            stats.add(OscCtr::WriteBytes, bytes as i64);
+            stats.add(OscCtr::OstWrite, wait_us);
             osc.osc_write_bytes += bytes;
             osc.dirty_pages -= rpc.pages.min(osc.dirty_pages);
             // the OST hands out more grant, at most one chunk per reply, up to what the
@@ -1783,8 +1783,9 @@ impl Sim {
             }
         } else {
             osc.r_in_flight -= 1;
-            osc.stats.add(OscCtr::ReadBytes, bytes as i64);
-            osc.stats.add(OscCtr::OstRead, wait_us);
+            let stats = &mut osc.counters_mut().stats;
+            stats.add(OscCtr::ReadBytes, bytes as i64);
+            stats.add(OscCtr::OstRead, wait_us);
             osc.osc_read_bytes += bytes;
             for ch in rpc.chunks {
                 let (o, chunk) = self.chunks[ch as usize].take().expect("chunk");
@@ -1848,9 +1849,10 @@ impl Sim {
             in_flight[r.osc as usize] += r.pages;
         }
         for (i, o) in self.oscs.iter().enumerate() {
-            let hist_r = o.hists.read_pages.total();
-            let hist_w = o.hists.write_pages.total();
-            if o.hists.read_rif.total() != hist_r || o.hists.write_rif.total() != hist_w {
+            let hists = &o.counters().hists;
+            let hist_r = hists.read_pages.total();
+            let hist_w = hists.write_pages.total();
+            if hists.read_rif.total() != hist_r || hists.write_rif.total() != hist_w {
                 return Err(format!("{}: histogram totals differ", o.name));
             }
             let pending: u64 = o.objects.values().flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s))).sum();
@@ -1892,7 +1894,7 @@ fn object_bytes(size: u64, unit: u64, count: u64, i: u64) -> u64 {
 }
 
 /// Refuse a scenario whose simulator state cannot fit in this machine's memory, before
-/// allocating it: each client holds one OSC per OST (~2.9 KiB each), each file keeps a little
+/// allocating it: each client holds one OSC per OST (~0.4 KiB each), each file keeps a little
 /// state for every client and each thread some for every file it works on, so a typo such as
 /// `clients: 10000000` would otherwise swap, or be killed, minutes into set-up. The figure is a
 /// lower bound of what set-up allocates.

@@ -5,10 +5,9 @@
 use crate::engine::{adjust_max_dirty, Sim};
 use crate::model::PAGE;
 use crate::parse::{kstrtobool, kstrtoll, kstrtouint, kstrtoull, sysfs_memparse, EINVAL, ERANGE};
-use crate::stats::{self, ImportInfo, ImportState};
+use crate::stats::{self, ImportInfo, ImportState, CHECKSUM_TYPES};
 
 const ENOENT: i32 = 2;
-const CHECKSUM_TYPES: [&str; 7] = ["crc32", "adler", "crc32c", "t10ip512", "t10ip4K", "t10crc512", "t10crc4K"];
 
 /// (file name, tree, writable) of every OSC parameter.
 const OSC_PARAMS: &[(&str, Tree, bool)] = &[
@@ -154,7 +153,7 @@ impl Sim {
                     "ost_conn_uuid" => format!("{nid}\n"),
                     "resend_count" => format!("{}\n", o.resend_count),
                     "short_io_bytes" => format!("{}\n", o.short_io_bytes),
-                    "checksum_type" => stats::checksum_type_text(&o.checksum_type),
+                    "checksum_type" => stats::checksum_type_text(o.checksum_type),
                     "connect_flags" => {
                         let mut s = format!("flags={:#x}\n", stats::DEFAULT_OSC_CONNECT_FLAGS);
                         for f in stats::DEFAULT_OSC_CONNECT_FLAG_NAMES {
@@ -164,7 +163,7 @@ impl Sim {
                         s
                     }
                     "cur_grant_bytes" => format!("{}\n", o.avail_grant),
-                    "import" => stats::import_text(style, &self.import_info(o, &ost_uuid, &nid), &o.stats),
+                    "import" => stats::import_text(style, &self.import_info(o, &ost_uuid, &nid), &o.counters().stats),
                     "max_pages_per_rpc" => format!("{}\n", o.mppr),
                     "osc_cached_mb" => stats::osc_cached_mb_text((o.cached_pages / 256) as i64, 0, 0),
                     "osc_stats" => stats::osc_stats_text(style, now, o.osc_stats_init_ns, 0, 0),
@@ -177,11 +176,11 @@ impl Sim {
                         o.w_in_flight,
                         o.pending_w_pages,
                         o.pending_r_pages,
-                        &o.hists,
+                        &o.counters().hists,
                     ),
                     "state" => format!("current_state: {}\nstate_history:\n - [ {}, CONNECTING ]\n - [ {}, FULL ]\n", if o.connected { "FULL" } else { "IDLE" }, self.cfg.start_epoch_ns / 1_000_000_000, self.cfg.start_epoch_ns / 1_000_000_000),
                     "unstable_stats" => stats::unstable_stats_text(0, 0),
-                    "stats" => o.stats.text(style, now),
+                    "stats" => o.counters().stats.text(style, now),
                     _ => return Err(ENOENT),
                 })
             }
@@ -313,7 +312,7 @@ impl Sim {
                         if !CHECKSUM_TYPES.contains(&v) {
                             return Err(EINVAL);
                         }
-                        o.checksum_type = v.to_string();
+                        o.checksum_type = CHECKSUM_TYPES.iter().find(|t| **t == v).expect("listed");
                     }
                     "resend_count" => o.resend_count = kstrtouint(value, 10)?,
                     "grant_shrink_interval" => {
@@ -343,11 +342,11 @@ impl Sim {
                         let _ = sysfs_memparse(v, "MiB")?;
                     }
                     "rpc_stats" => {
-                        o.hists.clear();
+                        o.clear_hists();
                         o.rpc_stats_init_ns = now;
                     }
                     "osc_stats" => o.osc_stats_init_ns = now,
-                    "stats" => o.stats.clear(now),
+                    "stats" => o.counters_mut().stats.clear(now),
                     "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "connect_flags" | "import"
                     | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
                     _ => return Err(ENOENT),
@@ -454,6 +453,60 @@ impl Sim {
                 Ok(())
             }
             _ => Err(ENOENT),
+        }
+    }
+
+    /// What `set_param` of `param` (`max_rpcs_in_flight`) on a `kind` device (`osc`, `llite`,
+    /// `mdc`; "" for the top-level `max_dirty_mb`) of `client` accepts now, in words, for error
+    /// messages: Lustre itself answers only ERANGE or EINVAL, which leaves the user guessing.
+    /// None for a read-only or unknown parameter. Kept beside `set_param`, whose checks it
+    /// describes (`tests/tunables.rs` checks that the bounds it names are the ones enforced).
+    pub fn valid_values(&self, client: usize, kind: &str, param: &str) -> Option<String> {
+        let c = self.clients.get(client)?;
+        let mib = |pages: u64| pages / 256;
+        let brw_pages = self.cfg.cluster.brw_size_bytes / PAGE;
+        Some(match (kind, param) {
+            ("", "max_dirty_mb") => format!("4 to {} MiB (90% of the node's RAM)", mib(c.ram_pages / 10 * 9)),
+            ("osc", "max_pages_per_rpc") => {
+                format!("1 to {brw_pages} pages (the OSTs' brw_size), or a size from 1M to {}M", brw_pages / 256)
+            }
+            ("osc", "max_rpcs_in_flight") => "1 to 256".into(),
+            ("osc", "max_dirty_mb") => {
+                let most = mib(c.ram_pages / 4).min(2047);
+                format!("0 to {most} MiB (below 2048 and at most a quarter of the node's RAM)")
+            }
+            ("osc", "short_io_bytes") => "0 (off), -1 (the default), or 64 to 1M bytes".into(),
+            ("osc" | "llite", "checksums") | ("llite", "fast_read") => "0 or 1 (y/n and on/off too)".into(),
+            ("osc", "checksum_type") => CHECKSUM_TYPES.join(", "),
+            ("osc", "resend_count" | "idle_timeout") => "0 to 4294967295".into(),
+            ("osc", "grant_shrink_interval") => "1 or more seconds".into(),
+            ("osc", "active") => "0 or 1".into(),
+            ("osc", "cur_grant_bytes") => "a size in bytes (only a smaller grant than now takes effect)".into(),
+            ("llite", "max_read_ahead_mb") => format!("0 to {} MiB (half the node's RAM)", mib(c.ram_pages / 2)),
+            ("llite", "max_read_ahead_per_file_mb") => format!("0 to {} MiB (max_read_ahead_mb)", mib(c.ra_max_pages)),
+            ("llite", "max_read_ahead_whole_mb" | "read_ahead_async_file_threshold_mb") => {
+                format!("0 to {} MiB (max_read_ahead_per_file_mb)", mib(c.ra_max_pages_per_file))
+            }
+            ("llite", "read_ahead_range_kb") => format!("4 to {} KiB (max_read_ahead_per_file_mb)", c.ra_max_pages_per_file * 4),
+            ("llite", "max_read_ahead_async_active") => "1 to 512".into(),
+            ("llite", "statahead_max") => "0 to 8192".into(),
+            ("llite", "max_cached_mb") => format!("0 to {} MiB (the node's RAM)", mib(c.ram_pages)),
+            ("mdc", "max_rpcs_in_flight") => "2 to 512".into(),
+            ("mdc", "max_mod_rpcs_in_flight") => format!("1 to {} (less than max_rpcs_in_flight)", c.mdc_rif.saturating_sub(1)),
+            _ => return None,
+        })
+    }
+
+    /// `strerror(errno)` of a refused write of `name` (`osc.<dev>.max_rpcs_in_flight`,
+    /// `osc.max_rpcs_in_flight` or `max_dirty_mb`) on `client`, followed by what would have been
+    /// accepted when the value was out of range or not understood.
+    pub fn refusal(&self, client: usize, name: &str, errno: i32) -> String {
+        let text = crate::parse::strerror(errno);
+        let kind = name.split_once('.').map_or("", |(k, _)| k);
+        let param = name.rsplit('.').next().unwrap_or(name);
+        match self.valid_values(client, kind, param) {
+            Some(valid) if errno == ERANGE || errno == EINVAL => format!("{text}; valid: {valid}"),
+            _ => text.to_string(),
         }
     }
 

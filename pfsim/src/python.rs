@@ -74,9 +74,11 @@ impl Simulation {
         self.sim.get_param(client, name).map_err(os_error)
     }
 
-    /// Write a value into one parameter file; OSError(errno) as write(2) would fail.
+    /// Write a value into one parameter file; OSError(errno) as write(2) would fail, whose
+    /// strerror also says what the parameter accepts.
     fn set_param(&mut self, client: usize, name: &str, value: &str) -> PyResult<()> {
-        self.sim.set_param(client, name, value).map_err(os_error)
+        let done = self.sim.set_param(client, name, value);
+        done.map_err(|e| PyOSError::new_err((e, self.sim.refusal(client, name, e))))
     }
 
     /// Whole-run byte and event counts over all clients.

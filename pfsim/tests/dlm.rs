@@ -7,7 +7,7 @@ use pfsim::stats::OscCtr;
 use pfsim::Sim;
 
 fn counter(sim: &Sim, client: usize, c: OscCtr) -> u64 {
-    sim.clients[client].oscs.iter().map(|&o| sim.oscs[o as usize].stats.get(c).count).sum()
+    sim.clients[client].oscs.iter().map(|&o| sim.oscs[o as usize].stat(c).count).sum()
 }
 
 #[test]

@@ -321,8 +321,8 @@ fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
             prop_assert_eq!(rs.write_in_flight, o.w_in_flight as u64);
             prop_assert_eq!(rs.pending_write_pages, o.pending_w_pages);
             prop_assert_eq!(rs.pending_read_pages, o.pending_r_pages);
-            let reads = o.stats.get(OscCtr::ReadBytes).count + o.r_in_flight as u64;
-            let writes = o.stats.get(OscCtr::WriteBytes).count + o.w_in_flight as u64;
+            let reads = o.stat(OscCtr::ReadBytes).count + o.r_in_flight as u64;
+            let writes = o.stat(OscCtr::WriteBytes).count + o.w_in_flight as u64;
             prop_assert_eq!(rs.sections.len(), 3);
             for (title, rows) in &rs.sections {
                 prop_assert_eq!(row_sums(rows), (reads, writes), "{}: section {:?}:\n{}", o.name, title, text);
@@ -339,7 +339,7 @@ fn check_histograms(sim: &Sim) -> Result<(), TestCaseError> {
             }
             let stats = sim.get_param(ci, &format!("osc.{}.stats", o.name)).expect("stats");
             let printed = |name| stats_counter(&stats, name).unwrap_or((0, 0));
-            let (rb, wb) = (o.stats.get(OscCtr::ReadBytes), o.stats.get(OscCtr::WriteBytes));
+            let (rb, wb) = (o.stat(OscCtr::ReadBytes), o.stat(OscCtr::WriteBytes));
             prop_assert_eq!(printed("read_bytes"), (rb.count, o.osc_read_bytes as i64), "{}:\n{}", o.name, stats);
             prop_assert_eq!(printed("write_bytes"), (wb.count, o.osc_write_bytes as i64), "{}:\n{}", o.name, stats);
         }
@@ -373,7 +373,7 @@ fn in_flight_within(sim: &Sim, over: u32) -> Result<(), TestCaseError> {
 
 /// No lock of this OSC was ever called back, so it never sent a high-priority RPC.
 fn never_called_back(o: &pfsim::model::Osc) -> bool {
-    o.stats.get(OscCtr::LdlmCancel).count == 0 && o.hp_in_flight == 0
+    o.stat(OscCtr::LdlmCancel).count == 0 && o.hp_in_flight == 0
 }
 
 /// 12 cases per property; `PFSIM_PROP_CASES=500 cargo test --release --test properties` for a
@@ -416,7 +416,7 @@ proptest! {
                 if !never_called_back(o) {
                     continue;
                 }
-                let active = o.stats.get(OscCtr::ReqActive);
+                let active = o.stat(OscCtr::ReqActive);
                 prop_assert!(active.max <= (o.mrif + 1) as i64, "{}: req_active max {} with max_rpcs_in_flight {}", o.name, active.max, o.mrif);
                 let rs = parse_rpc_stats(&sim.get_param(ci, &format!("osc.{}.rpc_stats", o.name)).unwrap());
                 for row in rs.rpcs_in_flight().iter().filter(|r| r.read + r.write > 0) {
@@ -576,7 +576,7 @@ fn mixed_readers_and_writers_stay_within_max_plus_one() {
                 }
             }
             for o in &sim.oscs {
-                let most = o.stats.get(OscCtr::ReqActive).max;
+                let most = o.stat(OscCtr::ReqActive).max;
                 assert!(most <= mrif as i64 + 1, "{w}: {most} RPCs in flight at one send, max_rpcs_in_flight {mrif}");
             }
         }

@@ -583,8 +583,8 @@ fn writing_rpc_stats_clears_the_histograms() {
     let sent = |sim: &Sim| {
         let o = &sim.oscs[oi];
         (
-            o.stats.get(OscCtr::ReadBytes).count + o.r_in_flight as u64,
-            o.stats.get(OscCtr::WriteBytes).count + o.w_in_flight as u64,
+            o.stat(OscCtr::ReadBytes).count + o.r_in_flight as u64,
+            o.stat(OscCtr::WriteBytes).count + o.w_in_flight as u64,
         )
     };
     let at_clear = sent(&sim);
@@ -664,15 +664,76 @@ fn max_rpcs_in_flight_change_applies_to_new_rpcs() {
     let mut sim = sc.build();
     sim.run_until(100 * MS);
     let (oi, dev) = busiest_osc(&sim);
-    let most_in_flight = |sim: &Sim| sim.oscs[oi].stats.get(OscCtr::ReqActive).max;
+    let most_in_flight = |sim: &Sim| sim.oscs[oi].stat(OscCtr::ReqActive).max;
     assert!(most_in_flight(&sim) > 8, "the reader should use more than 8 RPCs in flight");
     sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "2").unwrap();
     sim.run_until(200 * MS);
     sim.set_param(0, &format!("osc.{dev}.stats"), "clear").unwrap();
     sim.run_until(400 * MS);
-    assert!(sim.oscs[oi].stats.get(OscCtr::ReadBytes).count > 0);
+    assert!(sim.oscs[oi].stat(OscCtr::ReadBytes).count > 0);
     assert!(most_in_flight(&sim) <= 3, "max_rpcs_in_flight 2 allows 3 in flight, saw {}", most_in_flight(&sim));
     sim.set_param(0, &format!("osc.{dev}.max_rpcs_in_flight"), "32").unwrap();
     sim.run_until(600 * MS);
     assert!(most_in_flight(&sim) > 3, "raising the limit should let more RPCs out");
+}
+
+// ------------------------------------------------------------------ what a refusal says
+
+/// The first "A to B" of a `valid_values` text, as numbers.
+fn bounds_in(text: &str) -> Option<(u64, u64)> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.windows(3).find_map(|w| Some((w[0].parse().ok()?, w[2].parse().ok()?)).filter(|_| w[1] == "to"))
+}
+
+/// What a refusal says is valid is what the parameter accepts: its bounds are accepted and the
+/// values just outside them refused, for every writable tunable that refuses values.
+#[test]
+fn refusals_say_what_is_valid() {
+    let mut checked = 0;
+    for p in PARAMS.iter().filter(|p| p.bad.iter().any(|&(_, e)| e == ERANGE || e == EINVAL)) {
+        let sim = idle();
+        let (kind, param) = p.name.split_once('.').unwrap_or(("", p.name));
+        let valid = sim.valid_values(0, kind, param).unwrap_or_else(|| panic!("{}: no description", p.name));
+        let Some((lo, hi)) = bounds_in(&valid) else { continue };
+        // a KiB parameter counts whole pages: one page more is the next value it can refuse
+        let step = if valid.contains("KiB") { 4 } else { 1 };
+        for (v, ok) in [(lo, true), (hi, true), (hi + step, false)].into_iter().chain((lo > 0).then(|| (lo - 1, false))) {
+            let mut sim = idle();
+            let got = set(&mut sim, p.name, &v.to_string());
+            assert_eq!(got.is_ok(), ok, "{} = {v} ({valid}): {got:?}", p.name);
+            if let Err(e) = got {
+                let said = sim.refusal(0, &full_name(&sim, p.name), e);
+                assert!(said.ends_with(&format!("; valid: {valid}")), "{said}");
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 16, "only {checked} parameters had bounds");
+}
+
+#[test]
+fn scenario_tunable_errors_say_what_is_valid() {
+    let json = Scenario::new().tunable("osc.max_rpcs_in_flight", "300").json();
+    let err = Sim::new(pfsim::Config::from_json(&json).unwrap()).err().expect("300 must be refused");
+    assert_eq!(err, "tunable osc.max_rpcs_in_flight=300: Numerical result out of range; valid: 1 to 256");
+}
+
+/// An OSC that never sent an RPC shows what connecting left in `stats` (its counters are only
+/// stored once they change) and clears like any other.
+#[test]
+fn an_idle_oscs_counters_are_those_of_its_connect() {
+    let mut sim = idle();
+    let name = full_name(&sim, "osc.stats");
+    let text = sim.get_param(0, &name).unwrap();
+    for counter in ["req_waittime", "req_active", "ost_connect"] {
+        assert!(stats_counter(&text, counter).is_some(), "no {counter} in\n{text}");
+    }
+    assert_eq!(stats_counter(&text, "ost_connect"), Some((1, 400)));
+    assert!(stats_counter(&text, "ost_write").is_none());
+    sim.run_until(5 * MS);
+    sim.set_param(0, &name, "clear").unwrap();
+    assert_eq!(sim.get_param(0, &name).unwrap().lines().count(), 3);
+    let rpc = full_name(&sim, "osc.rpc_stats");
+    sim.set_param(0, &rpc, "0").unwrap();
+    assert_eq!(parse_rpc_stats(&sim.get_param(0, &rpc).unwrap()).start_time, now_text(&sim));
 }

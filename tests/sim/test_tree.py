@@ -51,7 +51,7 @@ def test_written_values_are_applied_and_refused_ones_revert(small_scenario: Path
     assert engine.get_param(0, name) == "32\n"
     assert file.read_text() == "32\n"
     assert len(log) == 1
-    assert log[0].startswith(f"set_param {name}=0: ")
+    assert log[0] == f"set_param {name}=0: Numerical result out of range; valid: 1 to 256"
 
 
 def test_empty_or_removed_files_are_left_for_the_next_refresh(small_scenario: Path, tmp_path: Path) -> None:
