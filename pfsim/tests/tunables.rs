@@ -686,9 +686,17 @@ fn bounds_in(text: &str) -> Option<(u64, u64)> {
 }
 
 /// What a refusal says is valid is what the parameter accepts: its bounds are accepted and the
-/// values just outside them refused, for every writable tunable that refuses values.
+/// values just outside them refused, for every writable tunable that refuses values, on a large
+/// client and on one whose RAM sets the bounds.
 #[test]
 fn refusals_say_what_is_valid() {
+    for ram in [128u64 << 30, 1 << 30] {
+        refusals_say_what_is_valid_on(ram);
+    }
+}
+
+fn refusals_say_what_is_valid_on(ram: u64) {
+    let idle = || idle_with_ram(ram);
     let mut checked = 0;
     for p in PARAMS.iter().filter(|p| p.bad.iter().any(|&(_, e)| e == ERANGE || e == EINVAL)) {
         let sim = idle();
@@ -700,7 +708,7 @@ fn refusals_say_what_is_valid() {
         for (v, ok) in [(lo, true), (hi, true), (hi + step, false)].into_iter().chain((lo > 0).then(|| (lo - 1, false))) {
             let mut sim = idle();
             let got = set(&mut sim, p.name, &v.to_string());
-            assert_eq!(got.is_ok(), ok, "{} = {v} ({valid}): {got:?}", p.name);
+            assert_eq!(got.is_ok(), ok, "{} = {v} ({valid}, RAM {ram}): {got:?}", p.name);
             if let Err(e) = got {
                 let said = sim.refusal(0, &full_name(&sim, p.name), e);
                 assert!(said.ends_with(&format!("; valid: {valid}")), "{said}");
