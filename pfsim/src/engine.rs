@@ -1545,15 +1545,18 @@ impl Sim {
         let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
         if rpc.write {
             osc.w_in_flight += 1;
-            let n = osc.w_in_flight;
-            osc.counters_mut().hists.tally_write(pages32, n, rpc.start_page);
         } else {
             osc.r_in_flight += 1;
-            let n = osc.r_in_flight;
-            osc.counters_mut().hists.tally_read(pages32, n, rpc.start_page);
         }
-        let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
-        osc.counters_mut().stats.add(OscCtr::ReqActive, inflight as i64);
+        let (reads, writes) = (osc.r_in_flight, osc.w_in_flight);
+        let inflight = reads + writes + osc.other_in_flight;
+        let counters = osc.counters_mut();
+        if rpc.write {
+            counters.hists.tally_write(pages32, writes, rpc.start_page);
+        } else {
+            counters.hists.tally_read(pages32, reads, rpc.start_page);
+        }
+        counters.stats.add(OscCtr::ReqActive, inflight as i64);
         let client = &mut self.clients[osc.client as usize];
         let sent = self.now.max(client.cpu_free_at) + rpc_ns;
         client.cpu_free_at = sent;
@@ -1730,7 +1733,12 @@ impl Sim {
         let client = osc.client as usize;
         let bytes = rpc.pages * PAGE;
         let wait_us = ((now - rpc.sent_ns) / 1000) as i64;
-        osc.counters_mut().stats.add(OscCtr::ReqWaittime, wait_us);
+        let (bytes_ctr, time_ctr) =
+            if rpc.write { (OscCtr::WriteBytes, OscCtr::OstWrite) } else { (OscCtr::ReadBytes, OscCtr::OstRead) };
+        let stats = &mut osc.counters_mut().stats;
+        stats.add(OscCtr::ReqWaittime, wait_us);
+        stats.add(bytes_ctr, bytes as i64);
+        stats.add(time_ctr, wait_us);
         osc.last_reply_ns = now;
         if rpc.write {
             osc.w_in_flight -= 1;
@@ -1740,9 +1748,6 @@ impl Sim {
                     oc.hp_in_flight -= 1;
                 }
             }
-            let stats = &mut osc.counters_mut().stats;
-            stats.add(OscCtr::WriteBytes, bytes as i64);
-            stats.add(OscCtr::OstWrite, wait_us);
             osc.osc_write_bytes += bytes;
             osc.dirty_pages -= rpc.pages.min(osc.dirty_pages);
             // the OST hands out more grant, at most one chunk per reply, up to what the
@@ -1783,9 +1788,6 @@ impl Sim {
             }
         } else {
             osc.r_in_flight -= 1;
-            let stats = &mut osc.counters_mut().stats;
-            stats.add(OscCtr::ReadBytes, bytes as i64);
-            stats.add(OscCtr::OstRead, wait_us);
             osc.osc_read_bytes += bytes;
             for ch in rpc.chunks {
                 let (o, chunk) = self.chunks[ch as usize].take().expect("chunk");
