@@ -253,3 +253,24 @@ def test_the_agent_rows_are_osc_features_of_the_probes(small_scenario: Path, tmp
             assert all(_same(row[name], expected[name]) for name in expected), osc
             previous[osc] = expected
     assert any(row["ost_read_rpc_bytes_data.samples_sum"] > 0 for rows in recorder.rows for row in rows.values())
+
+
+def test_an_agent_with_nothing_to_tune_says_so_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Started before the mount (or with an --osc that matches nothing), the agent waits, and says why."""
+    (tmp_path / "root").mkdir()
+    with (
+        caplog.at_level("INFO", logger="pfstune.agent"),
+        LustreBackend(tmp_path / "root", state_dir=tmp_path / "state") as backend,
+    ):
+        agent = Agent(backend, DefaultTuner(), interval=0.1)
+        for _ in range(3):
+            agent.tick()
+    assert caplog.text.count("no client OSC device found") == 1
+
+    caplog.clear()
+    backend = _SlowBackend(cost=0.0)
+    with caplog.at_level("INFO", logger="pfstune.agent"):
+        Agent(backend, DefaultTuner(), interval=0.5, osc_glob="*OST0007*").run(duration=1.0)
+        Agent(backend, DefaultTuner(), interval=0.5).run(duration=1.0)
+    assert caplog.text.count("no client OSC device matches --osc '*OST0007*'") == 1
+    assert caplog.text.count("tuning 1 OSC(s)") == 1

@@ -114,6 +114,7 @@ def test_replay_command_on_the_real_data(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path / "absent.parquet"), "--tuner", "default"]) == 2
+    assert "absent.parquet: no such file or directory" in capsys.readouterr().err
     bad = tmp_path / "bad.parquet"
     pd.DataFrame({"x": [1]}).to_parquet(bad)
     assert main(["replay", str(bad), "--tuner", "default"]) == 2

@@ -107,6 +107,7 @@ class Agent:
         self._previous: ProbeTable | None = None
         self._unreadable: set[str] = set()  # OSCs whose tunables could not be read (warned once)
         self._intervals: dict[str, dict[str, float]] = {}  # what features need of each OSC's last row
+        self._tuning: int | None = None  # how many OSCs the last tick found to tune (logged when it changes)
 
     def tick(self) -> TickReport:
         """Probe, decide and apply once."""
@@ -121,9 +122,11 @@ class Agent:
         rows_now: list[int] = []  # their rows in this probe's table
         rows_before: list[int] = []  # and in the previous one's
         everything = self.osc_glob == "*"
+        matched = 0  # OSCs the glob selects, readable or not
         for at, (name, tunables) in enumerate(zip(probe.oscs, probe.tunables, strict=True)):
             if not everything and not fnmatch.fnmatchcase(name, self.osc_glob):
                 continue
+            matched += 1
             config = _config_of(tunables)
             if config is None:
                 if name not in self._unreadable:
@@ -140,6 +143,7 @@ class Agent:
                 rows_now.append(at)
                 rows_before.append(before)
         report.oscs = len(names)
+        self._log_what_is_tuned(report.oscs, matched)
         rows: list[Mapping[str, float]] = [{} for _ in names]
         if previous is not None and observed:
             columns = osc_feature_columns(
@@ -177,13 +181,19 @@ class Agent:
             if not changes:
                 continue
             try:
-                report.configs[context.osc] = {**context.config, **self.backend.apply(context.osc, changes)}
+                in_force = self.backend.apply(context.osc, changes)
             except ActuatorError as err:
                 report.errors += 1
                 log.error("%s: %s", context.osc, err)
-                in_force = getattr(err, "in_force", None)  # what did get written, if anything
-                if in_force:
-                    report.configs[context.osc] = {**context.config, **in_force}
+                written = getattr(err, "in_force", None)  # what did get written, if anything
+                if written:
+                    report.configs[context.osc] = {**context.config, **written}
+                continue
+            report.configs[context.osc] = {**context.config, **in_force}
+            # What changed, not what was asked: the kernel may round a value, and the actuator leaves
+            # alone an OSC whose values someone else has changed.
+            changes = {p: v for p, v in in_force.items() if context.config.get(p) != v}
+            if not changes:
                 continue
             report.changes[context.osc] = changes
             log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
@@ -198,6 +208,21 @@ class Agent:
         for listener in self.listeners:
             listener(report)
         return report
+
+    def _log_what_is_tuned(self, tuned: int, matched: int) -> None:
+        """Say when the number of OSCs to tune changes, and warn when there are none: an agent started
+        before the mount, or with an ``--osc`` that matches nothing, would otherwise idle in silence."""
+        if tuned == self._tuning:
+            return
+        self._tuning = tuned
+        if tuned:
+            log.info("tuning %d OSC(s)", tuned)
+        elif matched:
+            pass  # each unreadable OSC has had its own warning
+        elif self.osc_glob == "*":
+            log.warning("no client OSC device found (is a Lustre file system mounted?); waiting for one")
+        else:
+            log.warning("no client OSC device matches --osc %r; waiting for one", self.osc_glob)
 
     def _account(self, report: TickReport) -> None:
         summary = self.summary

@@ -28,6 +28,7 @@ Judge such tuners on the simulator (``pfstune sim run --tuner``, ``benchmarks/io
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,8 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
     """Concatenate Parquet recordings; UserError if a file is missing or lacks the schema."""
     frames = []
     for path in paths:
+        if not os.path.exists(path):
+            raise UserError(f"{path}: no such file or directory")
         try:
             frame = pd.read_parquet(path)
         except (OSError, ValueError) as err:

@@ -96,6 +96,16 @@ def test_parse_from_stdin_and_table(
     assert capsys.readouterr().err.count("\n") == 1
 
 
+def test_parse_says_why_a_snapshot_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "mdt.txt"
+    saved.write_text(
+        "osc.lustre-OST0000-osc-MDT0000.max_rpcs_in_flight=8\nmdc.lustre-MDT0000-mdc-ffff8881.max_rpcs_in_flight=8\n"
+    )
+    assert run_json(capsys, "lustre", "parse", str(saved), "--json") == {"time": 0.0, "osc": {}, "llite": {}}
+    assert main(["lustre", "parse", str(saved)]) == 0
+    assert "mdt.txt: no client OSC or llite parameter in it" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -445,6 +445,58 @@ def test_explicit_max_dirty_mb_is_written_after_the_tunables_that_raise_it(
         assert value(root, "max_dirty_mb") == "100"
 
 
+# ---- values someone else changes ---------------------------------------------------------------------
+
+
+def admin_sets(root: Path, param: str, text: str, device: str = OSC) -> None:
+    """What `lctl set_param` by hand does to the file while the agent runs."""
+    path = param_path(root, "osc", device, param)
+    assert path is not None
+    path.write_text(text)
+
+
+def test_a_value_an_administrator_changes_is_kept_and_its_device_left_alone(
+    root: Path, state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Actuator(root, state_dir) as act:
+        act.apply(OSC, {"max_rpcs_in_flight": 16, "max_pages_per_rpc": 256})
+        act.apply(OSC2, {"max_rpcs_in_flight": 64})
+        admin_sets(root, "max_rpcs_in_flight", "32")
+        # The next decision for that OSC writes nothing (not even the other parameter) and says why, once.
+        assert act.apply(OSC, {"max_rpcs_in_flight": 4, "max_pages_per_rpc": 64}) == {
+            "max_rpcs_in_flight": 32,
+            "max_pages_per_rpc": 256,
+        }
+        assert act.apply(OSC, {"max_rpcs_in_flight": 4}) == {"max_rpcs_in_flight": 32}
+        assert caplog.text.count("changed outside pfstune") == 1
+        assert f"osc.{OSC}.max_rpcs_in_flight changed outside pfstune (pfstune left 16, now 32)" in caplog.text
+        assert f"osc.{OSC}.max_rpcs_in_flight" not in originals_json(state_dir)["originals"]
+        assert act.apply(OSC2, {"max_rpcs_in_flight": 128}) == {"max_rpcs_in_flight": 128}  # the others go on
+    assert value(root, "max_rpcs_in_flight") == "32"  # the administrator's value stays
+    assert value(root, "max_pages_per_rpc") == "1024"  # what pfstune changed and nobody else did is put back
+    assert value(root, "max_rpcs_in_flight", OSC2) == "8"
+    assert not (state_dir / "originals.json").exists()
+
+
+def test_a_change_made_after_the_last_write_is_kept_at_exit(
+    root: Path, state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Actuator(root, state_dir) as act:
+        act.apply(OSC, {"max_pages_per_rpc": 256})
+        admin_sets(root, "max_pages_per_rpc", "512\n")
+    assert value(root, "max_pages_per_rpc") == "512"
+    assert "changed outside pfstune (pfstune left 256, now 512)" in caplog.text
+    assert not (state_dir / "originals.json").exists()
+
+
+def test_values_restored_by_pfstune_itself_are_not_outside_changes(root: Path, state_dir: Path) -> None:
+    with Actuator(root, state_dir) as act:
+        act.apply(OSC, {"max_rpcs_in_flight": 64})
+        act.restore()
+        assert act.apply(OSC, {"max_rpcs_in_flight": 4}) == {"max_rpcs_in_flight": 4}
+    assert value(root, "max_rpcs_in_flight") == "8"
+
+
 # ---- what the kernel says ------------------------------------------------------------------------------
 
 

@@ -306,7 +306,10 @@ def test_every_declared_tunable_is_accepted() -> None:
         ),
         (doc("[{name: j, client: 0, workload: h5bench.bdcats, block_size: 16}]"), "applies only to strided access"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, start: 5s, stop: 5s}]"), "jobs[0].stop"),
-        (doc("[{name: j, client: 0, workload: filebench.seqread, start: 20s}]"), "must be after start"),
+        (
+            doc("[{name: j, client: 0, workload: filebench.seqread, start: 20s}]"),
+            "jobs[0].start: 20s is not before the scenario's end",
+        ),
         (doc("[{name: j, client: 0, workload: filebench.seqread, threads: 0}]"), "jobs[0].threads"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 9}]"), "jobs[0].stripe_count"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 0}]"), "jobs[0].stripe_count"),

@@ -146,7 +146,10 @@ class SimBackend(Backend):
             now = parse_scalar(self.engine.get_param(client, name))
             if now != value:
                 raise ActuatorError(f"set_param {name}={value}: reads back {now}")
-        return {p: int(parse_scalar(self._get(client, "osc", osc, p))) for p in TUNED_PARAMS}
+        in_force = {p: int(parse_scalar(self._get(client, "osc", osc, p))) for p in TUNED_PARAMS}
+        if self.dry_run:  # what would be in force, as the Lustre backend's dry run answers
+            in_force.update((p, v) for p, v in config.items() if p in in_force)
+        return in_force
 
     def close(self) -> None:
         """Write every original value back (dirty limits last: the RPC window may raise them)."""

@@ -42,6 +42,13 @@ def main(args: argparse.Namespace) -> int:
             snapshot = snapshot_from_get_param(text)
     except ParseError as err:
         raise UserError(f"{args.file}: {err} (expected the output of `lctl get_param`)") from None
+    if not snapshot["osc"] and not snapshot["llite"]:
+        # Not an error: a saved MDC- or server-only excerpt is valid lctl output.  But say why it is empty.
+        print(
+            f"pfstune: warning: {args.file}: no client OSC or llite parameter in it "
+            "(osc.<fs>-OST<idx>-osc-<id>.* or llite.<fs>-<id>.*; other devices are skipped)",
+            file=sys.stderr,
+        )
     if args.json:
         print_json(snapshot)
     else:

@@ -69,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise UserError(f"--root {root}: {err.strerror or err}") from None
+        reason = "exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
+        raise UserError(f"--root {root}: {reason}") from None
     engine = Engine(scenario)
     tree = VirtualTree(engine, args.client, root, log=lambda line: print(line, file=sys.stderr, flush=True))
 

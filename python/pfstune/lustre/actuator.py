@@ -19,6 +19,12 @@ Lifecycle::
     #   that undoes the coupling (tunables first, max_dirty_mb last), verifies it, removes
     #   originals.json, then releases the lock.
 
+A value changed by someone else is left alone.  The actuator remembers what each of its writes
+left in force.  When a file no longer holds that value
+(an administrator's ``lctl set_param``, a reconnect that lowered ``max_pages_per_rpc``), it logs
+a warning, stops writing that device until the agent restarts, and drops the changed parameter's
+original: the new value is kept at exit, not overwritten by the one pfstune found.
+
 Signals are the agent's business: it turns SIGTERM/SIGINT into a normal exit, so ``__exit__``
 runs.  SIGKILL or a power cut leave ``originals.json`` behind; the next agent restores it at
 start.  :meth:`Actuator.restore` is idempotent and may be called at any time (the next
@@ -49,7 +55,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pfstune.errors import UserError
-from pfstune.lustre.layout import lctl_name, param_path, parse_llite_name, parse_osc_name
+from pfstune.lustre.layout import lctl_name, param_path, parse_llite_name, parse_osc_name, split_lctl_name
 from pfstune.lustre.limits import (
     DEFAULT_BRW_PAGES,
     PAGE_SIZE,
@@ -184,6 +190,10 @@ class Actuator:
         self._originals: OriginalsFile | None = None
         self._virtual: dict[str, int] = {}  # dry run: lctl name -> value "written"
         self._server: dict[str, tuple[int, int]] = {}  # OSC -> (brw pages, chunk pages); fixed until remount
+        # lctl name -> the value pfstune's last write of it left.  Not the coupled max_dirty_mb: a
+        # served tree (`pfstune sim serve`) shows the kernel's coupling only at its next refresh.
+        self._left: dict[str, int] = {}
+        self._hands_off: set[tuple[str, str]] = set()  # (kind, device) changed outside pfstune: not written again
         self._active = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -296,6 +306,8 @@ class Actuator:
         for name, value in values.items():
             rules[name].validate(value, ctx, device)
         current = {name: self._value(kind, device, name) for name in rules}
+        if (kind, device) in self._hands_off or self._changed_outside(kind, device):
+            return current
         changes = [name for name in write_order(kind, rules) if current[name] != targets[name]]
         if self.dry_run:
             for name in changes:
@@ -331,6 +343,8 @@ class Actuator:
             return {}
         if self._originals is None:
             return {}
+        for kind, device in {split_lctl_name(name)[:2] for name in self._left}:
+            self._changed_outside(kind, device)  # drops the originals of what someone else has changed since
         originals = self._originals.originals
         if not originals:
             return {}
@@ -344,6 +358,8 @@ class Actuator:
                 err.filename, err.strerror, self._originals.path,
             )  # fmt: skip
             return dict.fromkeys(originals, f"permission denied: {err.filename}")
+        for name in done:
+            self._left.pop(name, None)
         try:
             self._originals.forget(done)
         except OSError as err:
@@ -497,6 +513,7 @@ class Actuator:
                 self.log.info("set %s=%d (was %d; the kernel adjusted %d)", name, got, old, target)
             else:
                 self.log.debug("set %s=%d (was %d)", name, got, old)
+            self._left[name] = got
             for coupled, before in coupled_before.items():
                 after = self._quiet_value(kind, device, coupled)
                 if after != before:
@@ -510,6 +527,36 @@ class Actuator:
         except OSError as err:
             self.log.error("cannot put %s=%s back: %s", name, old_text, err.strerror or err)
         raise WriteError(reason, {param: self._value_or(kind, device, param, old)}, {param: reason})
+
+    def _changed_outside(self, kind: str, device: str) -> bool:
+        """Whether a value pfstune left on ``device`` has been changed by someone else since.
+
+        If so, say which, keep the device's hands off from now on, and forget the originals of
+        the changed parameters so that :meth:`restore` keeps their new values.  A file that
+        cannot be read is not a change (the next probe or restore reports it).
+        """
+        prefix = lctl_name(kind, device, "")
+        changed: dict[str, tuple[int, int]] = {}
+        for name, left in self._left.items():
+            if name.startswith(prefix):
+                now = self._quiet_value(kind, device, name[len(prefix) :])
+                if now is not None and now != left:
+                    changed[name] = (left, now)
+        if not changed:
+            return False
+        self._hands_off.add((kind, device))
+        for name in changed:
+            del self._left[name]
+        if self._originals is not None:
+            self._originals.forget(changed)
+        self.log.warning(
+            "%s changed outside pfstune (%s); leaving %s alone until the agent restarts, and keeping %s at exit",
+            ", ".join(changed),
+            ", ".join(f"pfstune left {left}, now {now}" for left, now in changed.values()),
+            device,
+            "that value" if len(changed) == 1 else "those values",
+        )
+        return True
 
     def _quiet_value(self, kind: str, device: str, param: str) -> int | None:
         try:

@@ -562,8 +562,12 @@ class _Builder:
         start_ns = self.get(doc, "start", path, parse_duration, 0)
         stop_ns = self.get(doc, "stop", path, parse_duration, duration_ns)
         if stop_ns <= start_ns:
-            stop, start = doc.get("stop", "the scenario duration"), doc.get("start", "0s")
-            raise self.error(f"{path}.stop", f"stop ({stop}) must be after start ({start})")
+            start = doc.get("start", "0s")
+            if "stop" not in doc:
+                end = f"{duration_ns / 1e9:g}s"
+                never = f"{start} is not before the scenario's end ({end}): the job would never run"
+                raise self.error(f"{path}.start", never)
+            raise self.error(f"{path}.stop", f"stop ({doc['stop']}) must be after start ({start})")
         fsync = self.get(doc, "fsync", path, boolean, False)
 
         ior = self.ior(doc, path, fsync) if is_ior else None
