@@ -84,6 +84,27 @@ def test_unknown_tunable_in_set(small_scenario: Path, capsys: pytest.CaptureFixt
     assert "unknown tunable 'osc.max_rpc'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--duration", "-1s"], "argument --duration: '-1s' is not a duration"),
+        (["--seed", "-3"], "seed: -3 is out of range"),
+    ],
+)
+def test_a_negative_value_gets_its_options_own_error(
+    small_scenario: Path, option: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not argparse's "expected one argument", which would send the user looking for a missing value."""
+    try:
+        status = main(["sim", "run", str(small_scenario), *option])
+    except SystemExit as exit_:
+        status = int(str(exit_.code))
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "expected one argument" not in err
+
+
 def test_sim_run_json(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     result = run_json(capsys, "sim", "run", str(small_scenario), "--json", "--duration", "1s", "--seed", "3")
     assert {"scenario", "sim_seconds", "wall_seconds", "events", "mbps", "read_mbps", "write_mbps", "osc_mbps"} <= set(

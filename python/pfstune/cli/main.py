@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -84,9 +85,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def attach_negative_values(argv: Sequence[str]) -> list[str]:
+    """``--duration -1s`` -> ``--duration=-1s``, so that the option's own check rejects the value.
+
+    argparse reads a token that starts with ``-`` and is not a plain number as the next option,
+    and would answer "expected one argument" instead of saying what is wrong with the value.
+    """
+    out: list[str] = []
+    for token in argv:
+        if out and re.match(r"-[\d.]", token) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pfstune`` command line with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(attach_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         status: int = args.func(args)
     except UserError as err:
