@@ -274,3 +274,39 @@ def test_an_agent_with_nothing_to_tune_says_so_once(tmp_path: Path, caplog: pyte
         Agent(backend, DefaultTuner(), interval=0.5).run(duration=1.0)
     assert caplog.text.count("no client OSC device matches --osc '*OST0007*'") == 1
     assert caplog.text.count("tuning 1 OSC(s)") == 1
+
+
+class _Flaky(Tuner):
+    """Raises on the ticks listed, asks for 16 RPCs in flight otherwise."""
+
+    name = "flaky"
+
+    def __init__(self, failing: set[int]) -> None:
+        self.failing = failing
+        self.tick = 0
+
+    def suggest_batch(self, contexts: list[Context]) -> list[Config]:
+        self.tick += 1
+        if self.tick in self.failing:
+            raise ZeroDivisionError("a bug in the tuner")
+        return [{**context.config, "max_rpcs_in_flight": 8 + 8 * (self.tick % 2)} for context in contexts]
+
+    def suggest(self, context: Context) -> Config:
+        raise AssertionError("suggest_batch is overridden")
+
+
+def test_a_tuner_that_raises_changes_nothing_and_the_loop_goes_on(caplog: pytest.LogCaptureFixture) -> None:
+    backend = _SlowBackend(cost=0.0)
+    written: list[Config] = []
+    backend.apply = lambda osc, config: written.append(dict(config)) or dict(config)  # type: ignore[method-assign]
+    reports: list[TickReport] = []
+    with caplog.at_level("INFO", logger="pfstune.agent"):
+        summary = Agent(backend, _Flaky({2, 3, 4}), interval=0.5, listeners=[reports.append]).run(duration=3.0)
+    assert summary.ticks == 7
+    assert [report.errors for report in reports] == [0, 1, 1, 1, 0, 0, 0]
+    # the probe always reads 8: odd ticks ask for 16, even ones for 8 (no change)
+    assert [bool(report.changes) for report in reports] == [True, False, False, False, True, False, True]
+    assert written == [{"max_rpcs_in_flight": 16}] * 3
+    assert caplog.text.count("tuner flaky failed; every OSC keeps its values this tick") == 1
+    assert "ZeroDivisionError: a bug in the tuner" in caplog.text  # the traceback, once
+    assert "tuner flaky works again after 3 failed tick(s)" in caplog.text

@@ -5,7 +5,8 @@ simulation): each tick it probes the backend (:meth:`~pfstune.backends._base.Bac
 the parsed statistics as arrays), turns the last two probes of each OSC into a feature row
 (:func:`pfstune.features.osc_feature_columns`, the one feature path), lets the tuner observe
 that interval and suggest the next configuration (all OSCs in one batch), and applies the
-changes.  A refused or failed write is logged and counted; it never stops the loop.
+changes.  A refused or failed write, or a tuner that raises, is logged and counted; it never
+stops the loop.
 
 Ticks are scheduled on a fixed grid (``start + k * interval``), so a slow tick delays the next
 one but does not shift all later ones; a tick that overruns a whole interval skips the missed
@@ -107,6 +108,7 @@ class Agent:
         self._previous: ProbeTable | None = None
         self._unreadable: set[str] = set()  # OSCs whose tunables could not be read (warned once)
         self._intervals: dict[str, dict[str, float]] = {}  # what features need of each OSC's last row
+        self._tuner_failures = 0  # ticks in a row whose tuner call raised
         self._tuning: int | None = None  # how many OSCs the last tick found to tune (logged when it changes)
 
     def tick(self) -> TickReport:
@@ -163,18 +165,16 @@ class Agent:
             for i, mbps in zip(observed, columns["x_mbps"].tolist(), strict=True):
                 if math.isfinite(mbps):
                     report.mbps[names[i]] = mbps
-        contexts: list[Context] = []
-        for name, config, row in zip(names, configs, rows, strict=True):
-            if row:
-                self.tuner.observe(name, dict(config), row)
-            contexts.append(Context(name, probe.time, config, self.backend.bounds(name), row))
-        if previous is not None:
-            for gone in set(previous.oscs) - set(probe.oscs):
-                log.info("%s went away; forgetting it", gone)
-                self.tuner.forget(gone)
-                self._intervals.pop(gone, None)
+        contexts = [
+            Context(name, probe.time, config, self.backend.bounds(name), row)
+            for name, config, row in zip(names, configs, rows, strict=True)
+        ]
+        gone = sorted(set(previous.oscs) - set(probe.oscs)) if previous is not None else []
+        for osc in gone:
+            log.info("%s went away; forgetting it", osc)
+            self._intervals.pop(osc, None)
         featured = time.perf_counter()
-        suggestions = self.tuner.suggest_batch(contexts)
+        suggestions = self._ask_tuner(contexts, gone, report)
         decided = time.perf_counter()
         for context, suggestion in zip(contexts, suggestions, strict=True):
             changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
@@ -208,6 +208,34 @@ class Agent:
         for listener in self.listeners:
             listener(report)
         return report
+
+    def _ask_tuner(self, contexts: list[Context], gone: list[str], report: TickReport) -> list[Config]:
+        """The tuner observes the interval that ended and suggests the next configurations.
+
+        A tuner is a plug-in: if it raises, every OSC keeps its values this tick, the failure is
+        counted as an error, and the loop goes on (a crash would restore the originals and let
+        systemd restart into the same failure).  The first failure in a row is logged with its
+        traceback, then one line every 100 ticks, and one when the tuner works again.
+        """
+        try:
+            for context in contexts:
+                if context.metrics:
+                    self.tuner.observe(context.osc, dict(context.config), context.metrics)
+            for osc in gone:
+                self.tuner.forget(osc)
+            suggestions = self.tuner.suggest_batch(contexts)
+        except Exception:
+            self._tuner_failures += 1
+            report.errors += 1
+            if self._tuner_failures == 1:
+                log.exception("tuner %s failed; every OSC keeps its values this tick", self.tuner.name)
+            elif self._tuner_failures % 100 == 0:
+                log.error("tuner %s has failed %d ticks in a row", self.tuner.name, self._tuner_failures)
+            return [dict(context.config) for context in contexts]
+        if self._tuner_failures:
+            log.info("tuner %s works again after %d failed tick(s)", self.tuner.name, self._tuner_failures)
+            self._tuner_failures = 0
+        return suggestions
 
     def _log_what_is_tuned(self, tuned: int, matched: int) -> None:
         """Say when the number of OSCs to tune changes, and warn when there are none: an agent started

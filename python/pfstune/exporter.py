@@ -5,7 +5,7 @@ Metrics, refreshed after every tick:
 - ``pfstune_osc_tunable{osc,param}``: the value in force of each tuned parameter;
 - ``pfstune_osc_throughput_mbps{osc}``: RPC throughput of the last interval (MB = 10^6 bytes);
 - ``pfstune_decisions_total{osc}``: configurations applied;
-- ``pfstune_errors_total``: writes refused or not verified;
+- ``pfstune_errors_total``: writes refused or not verified, and ticks whose tuner raised;
 - ``pfstune_tick_seconds``: wall time of a tick (summary: count and sum);
 - ``pfstune_last_tick_timestamp_seconds``: Unix time of the last tick (staleness alarms).
 
@@ -39,7 +39,9 @@ class Exporter:
         self.decisions = Counter(
             "pfstune_decisions", "Configurations applied to an OSC", ["osc"], registry=self.registry
         )
-        self.errors = Counter("pfstune_errors", "Writes refused or not verified", registry=self.registry)
+        self.errors = Counter(
+            "pfstune_errors", "Writes refused or not verified, and ticks whose tuner raised", registry=self.registry
+        )
         self.tick_seconds = Summary("pfstune_tick_seconds", "Wall time of one agent tick", registry=self.registry)
         self.last_tick = Gauge(
             "pfstune_last_tick_timestamp_seconds", "Unix time of the last tick", registry=self.registry
