@@ -115,6 +115,10 @@ def test_replay_command_on_the_real_data(tmp_path: Path, capsys: pytest.CaptureF
 def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(tmp_path / "absent.parquet"), "--tuner", "default"]) == 2
     assert "absent.parquet: no such file or directory" in capsys.readouterr().err
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    assert main(["replay", str(DEV), "--tuner", "default", "--out", str(blocked / "d.parquet")]) == 2
+    assert "a-file is not a directory" in capsys.readouterr().err
     bad = tmp_path / "bad.parquet"
     pd.DataFrame({"x": [1]}).to_parquet(bad)
     assert main(["replay", str(bad), "--tuner", "default"]) == 2

@@ -65,6 +65,13 @@ LOCK_HOLDER = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize(("where", "reason"), [("file", "a file is in the way"), ("file/sub", "Not a directory")])
+def test_a_state_directory_that_cannot_be_made_is_a_user_error(tmp_path: Path, where: str, reason: str) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(UserError, match=rf"cannot use .*{where} as the agent's state directory \({reason}\)"):
+        AgentLock(tmp_path / where).acquire()
+
+
 def test_lock_names_another_process_and_is_freed_when_it_is_killed(state_dir: Path, tmp_path: Path) -> None:
     script = tmp_path / "holder.py"
     script.write_text(LOCK_HOLDER)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from pfstune.cli._common import add_tuner_option_argument
@@ -44,9 +45,11 @@ def main(args: argparse.Namespace) -> int:
             "of the workload), so the oracle scores 1.0 by definition"
         )
     tuner = make_tuner(args.tuner, options)
-    data = load_recording(args.dataset)
     if args.out is not None and not args.out.parent.is_dir():
-        raise UserError(f"--out {args.out}: directory {args.out.parent} does not exist")
+        raise UserError(f"--out {args.out}: {args.out.parent} is not a directory")
+    if args.out is not None and not os.access(args.out.parent, os.W_OK):
+        raise UserError(f"--out {args.out}: directory {args.out.parent} is not writable")
+    data = load_recording(args.dataset)
     with ProgressBar(len(data), "replaying", "rows", enabled=not args.json) as bar:
         done = 0
 
@@ -57,7 +60,10 @@ def main(args: argparse.Namespace) -> int:
 
         result = replay(data, tuner, progress=advance)
     if args.out is not None:
-        result.decisions.to_parquet(args.out, index=False)
+        try:
+            result.decisions.to_parquet(args.out, index=False)
+        except OSError as err:
+            raise UserError(f"--out {args.out}: cannot write the decisions: {err.strerror or err}") from None
     summary = {"tuner": args.tuner, **result.summary()}
     if args.json:
         print_json(summary)

@@ -132,6 +132,12 @@ def run_training(
         if say is not None:
             say(text)
 
+    # Before the minutes of training, not after them: the model directory must be writable.
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        reason = "it exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
+        raise UserError(f"--out {out}: cannot create the model directory: {reason}") from None
     started = time.perf_counter()
     files = dataset_files(datasets)
     note(f"reading {len(files)} dataset file(s)")
@@ -191,7 +197,10 @@ def run_training(
     training["holdout"] = holdout
     training["evaluation"] = evaluation
     training["fit_seconds"] = round(fit_seconds, 3)
-    model.save(out)
+    try:
+        model.save(out)
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot write the model: {err.strerror or err}") from None
     note(f"model saved in {out}")
     return {
         "out": str(out),

@@ -65,9 +65,9 @@ class AgentLock:
     """The node-wide lock that lets one agent at a time change parameters.
 
     ``acquire()`` creates the state directory if needed and takes the lock or raises
-    :class:`~pfstune.errors.UserError` naming the pid of the agent that holds it.  Permission
-    problems (a non-root user and ``/run/pfstune``) surface as :class:`PermissionError` for the
-    caller to explain.  ``release()`` is idempotent.
+    :class:`~pfstune.errors.UserError` naming the pid of the agent that holds it, or saying why the
+    directory cannot be used.  Permission problems (a non-root user and ``/run/pfstune``) surface
+    as :class:`PermissionError` for the caller to explain.  ``release()`` is idempotent.
     """
 
     def __init__(self, state_dir: Path) -> None:
@@ -84,8 +84,17 @@ class AgentLock:
         """Take the lock (non-blocking) and write our pid into the lock file."""
         if self._fd is not None:
             return
-        self.path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            self.path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except PermissionError:
+            raise
+        except OSError as err:  # a missing parent in a read-only tree, a file where the directory should be, ...
+            reason = "a file is in the way" if isinstance(err, FileExistsError) else err.strerror or str(err)
+            raise UserError(
+                f"cannot use {self.path.parent} as the agent's state directory ({reason}); "
+                "give a writable one with --state-dir"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as err:
