@@ -16,6 +16,7 @@ from pfstune.backends.lustre import LustreBackend
 from pfstune.backends.sim import SimBackend
 from pfstune.cli.main import main
 from pfstune.clock import Clock
+from pfstune.exporter import Exporter
 from pfstune.features import osc_features
 from pfstune.lustre.limits import ActuatorError
 from pfstune.lustre.snapshot import MINIMAL_FILES, Prober
@@ -26,6 +27,7 @@ from pfstune.sim.tree import VirtualTree
 from pfstune.tuners._base import Config, Context, Tuner
 from pfstune.tuners.default import DefaultTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
+from tests.lustre._fake_client import OSC, OSC2, build_tree
 
 SEQRW = """\
 name: seqrw
@@ -310,3 +312,43 @@ def test_a_tuner_that_raises_changes_nothing_and_the_loop_goes_on(caplog: pytest
     assert caplog.text.count("tuner flaky failed; every OSC keeps its values this tick") == 1
     assert "ZeroDivisionError: a bug in the tuner" in caplog.text  # the traceback, once
     assert "tuner flaky works again after 3 failed tick(s)" in caplog.text
+
+
+class _Sixteen(Tuner):
+    """Always asks for 16 RPCs in flight; remembers which OSCs it was told to forget."""
+
+    name = "sixteen"
+
+    def __init__(self) -> None:
+        self.forgotten: list[str] = []
+        self.asked: list[set[str]] = []
+
+    def suggest_batch(self, contexts: list[Context]) -> list[Config]:
+        self.asked.append({context.osc for context in contexts})
+        return [self.suggest(context) for context in contexts]
+
+    def suggest(self, context: Context) -> Config:
+        return {**context.config, "max_rpcs_in_flight": 16}
+
+    def forget(self, osc: str) -> None:
+        self.forgotten.append(osc)
+
+
+def test_an_osc_someone_else_retunes_is_left_alone_and_shown(tmp_path: Path) -> None:
+    root = build_tree(tmp_path / "root", "2.15")
+    tuner, exporter = _Sixteen(), Exporter()
+    reports: list[TickReport] = []
+    with LustreBackend(root, state_dir=tmp_path / "state") as backend:
+        agent = Agent(backend, tuner, interval=0.5, listeners=[reports.append, exporter])
+        agent.tick()  # 16 on both OSCs
+        (root / "sys/fs/lustre/osc" / OSC / "max_rpcs_in_flight").write_text("32")  # an administrator
+        agent.tick()  # the actuator sees it
+        agent.tick()
+    assert [set(report.changes) for report in reports] == [{OSC, OSC2}, set(), set()]
+    assert [report.left_alone for report in reports] == [frozenset(), {OSC}, {OSC}]
+    assert tuner.asked == [{OSC, OSC2}, {OSC, OSC2}, {OSC2}]
+    assert tuner.forgotten == [OSC]
+    assert exporter.registry.get_sample_value("pfstune_osc_left_alone", {"osc": OSC}) == 1
+    assert exporter.registry.get_sample_value("pfstune_osc_left_alone", {"osc": OSC2}) is None
+    assert (root / "sys/fs/lustre/osc" / OSC / "max_rpcs_in_flight").read_text() == "32"  # kept at exit
+    assert (root / "sys/fs/lustre/osc" / OSC2 / "max_rpcs_in_flight").read_text().strip() == "8"  # restored

@@ -42,6 +42,7 @@ class TickReport:
     errors: int = 0
     mbps: dict[str, float] = field(default_factory=dict)  # osc -> RPC throughput of the interval
     configs: dict[str, Config] = field(default_factory=dict)  # osc -> configuration now in force
+    left_alone: frozenset[str] = frozenset()  # OSCs not tuned: someone else changed their values
     seconds: float = 0.0  # wall time the tick took, and its phases:
     probe_seconds: float = 0.0  # reading and parsing the client's files
     features_seconds: float = 0.0  # feature rows, and the tuner observing them
@@ -109,6 +110,7 @@ class Agent:
         self._unreadable: set[str] = set()  # OSCs whose tunables could not be read (warned once)
         self._intervals: dict[str, dict[str, float]] = {}  # what features need of each OSC's last row
         self._tuner_failures = 0  # ticks in a row whose tuner call raised
+        self._left_alone: frozenset[str] = frozenset()  # the backend's, as of the last tick
         self._tuning: int | None = None  # how many OSCs the last tick found to tune (logged when it changes)
 
     def tick(self) -> TickReport:
@@ -165,14 +167,18 @@ class Agent:
             for i, mbps in zip(observed, columns["x_mbps"].tolist(), strict=True):
                 if math.isfinite(mbps):
                     report.mbps[names[i]] = mbps
+        left_alone = self.backend.left_alone()
         contexts = [
             Context(name, probe.time, config, self.backend.bounds(name), row)
             for name, config, row in zip(names, configs, rows, strict=True)
+            if name not in left_alone
         ]
         gone = sorted(set(previous.oscs) - set(probe.oscs)) if previous is not None else []
         for osc in gone:
             log.info("%s went away; forgetting it", osc)
             self._intervals.pop(osc, None)
+        gone += sorted(left_alone - self._left_alone)  # the tuner forgets them too
+        self._left_alone = left_alone
         featured = time.perf_counter()
         suggestions = self._ask_tuner(contexts, gone, report)
         decided = time.perf_counter()
@@ -198,6 +204,7 @@ class Agent:
             report.changes[context.osc] = changes
             log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
         self._previous = probe
+        report.left_alone = self.backend.left_alone()  # with any this tick's applies found
         finished = time.perf_counter()
         report.seconds = finished - started
         report.probe_seconds = probed - started

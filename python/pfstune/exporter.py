@@ -6,6 +6,8 @@ Metrics, refreshed after every tick:
 - ``pfstune_osc_throughput_mbps{osc}``: RPC throughput of the last interval (MB = 10^6 bytes);
 - ``pfstune_decisions_total{osc}``: configurations applied;
 - ``pfstune_errors_total``: writes refused or not verified, and ticks whose tuner raised;
+- ``pfstune_osc_left_alone{osc}``: 1 for an OSC no longer tuned because someone else changed
+  its values (the agent logged which);
 - ``pfstune_tick_seconds``: wall time of a tick (summary: count and sum);
 - ``pfstune_last_tick_timestamp_seconds``: Unix time of the last tick (staleness alarms).
 
@@ -42,6 +44,12 @@ class Exporter:
         self.errors = Counter(
             "pfstune_errors", "Writes refused or not verified, and ticks whose tuner raised", registry=self.registry
         )
+        self.left_alone = Gauge(
+            "pfstune_osc_left_alone",
+            "1 for an OSC no longer tuned because someone else changed its values",
+            ["osc"],
+            registry=self.registry,
+        )
         self.tick_seconds = Summary("pfstune_tick_seconds", "Wall time of one agent tick", registry=self.registry)
         self.last_tick = Gauge(
             "pfstune_last_tick_timestamp_seconds", "Unix time of the last tick", registry=self.registry
@@ -60,6 +68,8 @@ class Exporter:
             self.throughput.labels(osc=osc).set(mbps)
         for osc in report.changes:
             self.decisions.labels(osc=osc).inc()
+        for osc in report.left_alone:
+            self.left_alone.labels(osc=osc).set(1)
         if report.errors:
             self.errors.inc(report.errors)
         self.tick_seconds.observe(report.seconds)

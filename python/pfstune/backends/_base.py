@@ -63,5 +63,9 @@ class Backend(ABC):
         did not stick; the agent logs it and goes on.
         """
 
+    def left_alone(self) -> frozenset[str]:
+        """OSCs the backend will not write any more (someone else changed their values); default none."""
+        return frozenset()
+
     def close(self) -> None:  # noqa: B027
         """Restore originals and release resources; idempotent (default: nothing)."""

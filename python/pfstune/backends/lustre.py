@@ -78,6 +78,10 @@ class LustreBackend(Backend):
         """Write the changed values through the actuator; return what is now in force."""
         return dict(self.actuator.apply(osc, config))
 
+    def left_alone(self) -> frozenset[str]:
+        """The OSCs whose tuned values someone else changed (the actuator no longer writes them)."""
+        return self.actuator.left_alone
+
     def close(self) -> None:
         """Write every original value back and release the lock (idempotent)."""
         self.actuator.close()

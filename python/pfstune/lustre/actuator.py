@@ -275,6 +275,11 @@ class Actuator:
         """The originals saved so far (lctl name -> file and value), empty in a dry run."""
         return self._originals.originals if self._originals is not None else {}
 
+    @property
+    def left_alone(self) -> frozenset[str]:
+        """The devices whose values someone else changed since pfstune wrote them; not written again."""
+        return frozenset(device for _, device in self._hands_off)
+
     # ---- writing ----------------------------------------------------------------------------------
 
     def apply(self, device: str, values: Mapping[str, int], kind: str = "osc") -> dict[str, int]:
