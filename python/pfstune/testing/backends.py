@@ -5,7 +5,8 @@ interface's contract: a probe is a snapshot of client OSCs with their tuned para
 and parsed statistics; bounds cover the tuned parameters; an in-bounds write is in force at the
 next probe; an out-of-bounds or not-allow-listed write raises ActuatorError and changes nothing;
 closing restores every original value, and closing twice is harmless; the probe as a table (what
-the agent reads) holds the numbers of the probe's snapshot.  ``advance(backend)``
+the agent reads) holds the numbers of the probe's snapshot; the backend's own writes never make
+it leave an OSC alone.  ``advance(backend)``
 lets time pass between probes (sleep on a real tree, run the simulation on the sim backend).
 """
 
@@ -78,7 +79,8 @@ def check_probe_table(factory: Callable[[], Backend]) -> None:
 
 
 def check_apply_and_restore(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
-    """An in-bounds write is in force at the next probe; close() restores the original."""
+    """An in-bounds write is in force at the next probe, is not taken for someone else's, and close()
+    restores the original."""
     backend = factory()
     with backend:
         originals = _configs(backend)
@@ -93,6 +95,10 @@ def check_apply_and_restore(factory: Callable[[], Backend], advance: Callable[[B
         pages_low, pages_high = backend.bounds(name)["max_pages_per_rpc"]
         pages = pages_low if original["max_pages_per_rpc"] != pages_low else pages_high
         backend.apply(name, {"max_pages_per_rpc": pages})
+        advance(backend)
+        backend.apply(name, {"max_rpcs_in_flight": original["max_rpcs_in_flight"]})
+        # its own writes, as the client shows them later, are never taken for someone else's
+        assert backend.left_alone() == frozenset(), f"after its own writes, left alone: {backend.left_alone()}"
     after = _configs(backend)
     assert after[name] == original, f"after close {name} is {after[name]}, not the original {original}"
     backend.close()  # a second close must be harmless
