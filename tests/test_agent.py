@@ -352,3 +352,15 @@ def test_an_osc_someone_else_retunes_is_left_alone_and_shown(tmp_path: Path) -> 
     assert exporter.registry.get_sample_value("pfstune_osc_left_alone", {"osc": OSC2}) is None
     assert (root / "sys/fs/lustre/osc" / OSC / "max_rpcs_in_flight").read_text() == "32"  # kept at exit
     assert (root / "sys/fs/lustre/osc" / OSC2 / "max_rpcs_in_flight").read_text().strip() == "8"  # restored
+
+
+def test_the_time_after_the_last_tick_is_simulated_too(write_scenario: Callable[[str, str], Path]) -> None:
+    """A 1.2 s scenario probed every 0.5 s runs 1.2 s, not 1.0: the same run as without an agent."""
+    from pfstune.runs import simulate
+
+    scenario = load_scenario(write_scenario(SEQRW.replace("duration: 20s", "duration: 1.2s"), "short.yaml"))
+    direct = simulate(scenario, "default")
+    ticked = simulate(scenario, "default", listeners=[lambda report: None])  # through the agent loop
+    assert direct["sim_seconds"] == ticked["sim_seconds"] == pytest.approx(1.2)
+    assert ticked["events"] == direct["events"]
+    assert ticked["mbps"] == direct["mbps"]

@@ -283,6 +283,10 @@ class Agent:
                 log.warning("tick took longer than the interval; skipping %d probe(s)", missed)
                 ticks += missed
                 due = start + ticks * self.interval
-            if due > end or not clock.sleep_until(due):
+            if due > end:
+                if clock.now() < end:
+                    clock.sleep_until(end)  # the time after the last tick passes too (a 1.2 s run is not 1.0 s)
+                break
+            if not clock.sleep_until(due):
                 break
         return self.summary
