@@ -35,9 +35,9 @@ read back. Before the first write to a parameter its original value is saved in
 STATE_DIR/originals.json; on exit, SIGTERM or SIGINT every original is written back, and an
 agent started after a crash (SIGKILL, power loss) restores what the previous one left changed.
 An OSC whose tuned values someone else changes (lctl set_param by hand) is left alone from then
-on, and keeps those values at exit. One agent per node: a second one exits with an error (STATE_DIR/agent.lock). Persistent
-settings (lctl set_param -P) are never used. --dry-run prints the lctl set_param lines the
-agent would run and writes nothing.
+on, and keeps those values at exit. One agent per node: a second one exits with an error
+(STATE_DIR/agent.lock). Persistent settings (lctl set_param -P) are never used. --dry-run
+prints the lctl set_param lines the agent would run and writes nothing.
 """
 
 EPILOG = f"""\

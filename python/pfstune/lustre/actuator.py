@@ -311,7 +311,7 @@ class Actuator:
         for name, value in values.items():
             rules[name].validate(value, ctx, device)
         current = {name: self._value(kind, device, name) for name in rules}
-        if (kind, device) in self._hands_off or self._changed_outside(kind, device):
+        if (kind, device) in self._hands_off or self._changed_outside(kind, device, current):
             return current
         changes = [name for name in write_order(kind, rules) if current[name] != targets[name]]
         if self.dry_run:
@@ -533,8 +533,10 @@ class Actuator:
             self.log.error("cannot put %s=%s back: %s", name, old_text, err.strerror or err)
         raise WriteError(reason, {param: self._value_or(kind, device, param, old)}, {param: reason})
 
-    def _changed_outside(self, kind: str, device: str) -> bool:
+    def _changed_outside(self, kind: str, device: str, known: Mapping[str, int] | None = None) -> bool:
         """Whether a value pfstune left on ``device`` has been changed by someone else since.
+
+        ``known`` holds values of ``device`` just read (parameter -> value), so they are not read again.
 
         If so, say which, keep the device's hands off from now on, and forget the originals of
         the changed parameters so that :meth:`restore` keeps their new values.  A file that
@@ -544,7 +546,8 @@ class Actuator:
         changed: dict[str, tuple[int, int]] = {}
         for name, left in self._left.items():
             if name.startswith(prefix):
-                now = self._quiet_value(kind, device, name[len(prefix) :])
+                param = name[len(prefix) :]
+                now = known[param] if known is not None and param in known else self._quiet_value(kind, device, param)
                 if now is not None and now != left:
                     changed[name] = (left, now)
         if not changed:
