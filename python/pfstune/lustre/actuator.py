@@ -20,10 +20,10 @@ Lifecycle::
     #   originals.json, then releases the lock.
 
 A value changed by someone else is left alone.  The actuator remembers what each of its writes
-left in force.  When a file no longer holds that value
-(an administrator's ``lctl set_param``, a reconnect that lowered ``max_pages_per_rpc``), it logs
-a warning, stops writing that device until the agent restarts, and drops the changed parameter's
-original: the new value is kept at exit, not overwritten by the one pfstune found.
+left in force.  When a file no longer holds that value (an administrator's ``lctl set_param``, a
+reconnect that lowered ``max_pages_per_rpc``), it logs a warning, stops writing that device until
+the agent restarts, and drops the changed parameter's original: the new value is kept at exit,
+not overwritten by the one pfstune found.
 
 Signals are the agent's business: it turns SIGTERM/SIGINT into a normal exit, so ``__exit__``
 runs.  SIGKILL or a power cut leave ``originals.json`` behind; the next agent restores it at
@@ -536,11 +536,10 @@ class Actuator:
     def _changed_outside(self, kind: str, device: str, known: Mapping[str, int] | None = None) -> bool:
         """Whether a value pfstune left on ``device`` has been changed by someone else since.
 
-        ``known`` holds values of ``device`` just read (parameter -> value), so they are not read again.
-
         If so, say which, keep the device's hands off from now on, and forget the originals of
         the changed parameters so that :meth:`restore` keeps their new values.  A file that
-        cannot be read is not a change (the next probe or restore reports it).
+        cannot be read is not a change (the next probe or restore reports it).  ``known`` holds
+        values of ``device`` just read (parameter -> value), which are not read again.
         """
         prefix = lctl_name(kind, device, "")
         changed: dict[str, tuple[int, int]] = {}
@@ -556,7 +555,10 @@ class Actuator:
         for name in changed:
             del self._left[name]
         if self._originals is not None:
-            self._originals.forget(changed)
+            try:
+                self._originals.forget(changed)
+            except OSError as err:  # dropped here; the file keeps it until its next rewrite
+                self.log.error("cannot update %s: %s", self._originals.path, err)
         self.log.warning(
             "%s changed outside pfstune (%s); leaving %s alone until the agent restarts, and keeping %s at exit",
             ", ".join(changed),
