@@ -489,6 +489,22 @@ def test_a_change_made_after_the_last_write_is_kept_at_exit(
     assert not (state_dir / "originals.json").exists()
 
 
+def test_letting_go_survives_a_state_file_that_cannot_be_rewritten(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Actuator(root, state_dir) as act:
+        act.apply(OSC, {"max_rpcs_in_flight": 16})
+        admin_sets(root, "max_rpcs_in_flight", "32")
+        def disk_full(self: object) -> None:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(actuator_module.OriginalsFile, "_write", disk_full)
+            assert act.apply(OSC, {"max_rpcs_in_flight": 4}) == {"max_rpcs_in_flight": 32}
+        assert "cannot update" in caplog.text
+    assert value(root, "max_rpcs_in_flight") == "32"
+
+
 def test_values_restored_by_pfstune_itself_are_not_outside_changes(root: Path, state_dir: Path) -> None:
     with Actuator(root, state_dir) as act:
         act.apply(OSC, {"max_rpcs_in_flight": 64})
