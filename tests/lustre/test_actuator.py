@@ -495,6 +495,7 @@ def test_letting_go_survives_a_state_file_that_cannot_be_rewritten(
     with Actuator(root, state_dir) as act:
         act.apply(OSC, {"max_rpcs_in_flight": 16})
         admin_sets(root, "max_rpcs_in_flight", "32")
+
         def disk_full(self: object) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
 
