@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pfstune import __version__
-from pfstune.cli.main import main
+from pfstune.cli.main import attach_negative_values, main
 from pfstune.sim.presets import PRESETS
 
 
@@ -103,6 +103,21 @@ def test_a_negative_value_gets_its_options_own_error(
     err = capsys.readouterr().err
     assert message in err
     assert "expected one argument" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--duration", "-1s"], ["--duration=-1s"]),
+        (["--seed", "-.5"], ["--seed=-.5"]),
+        (["--json", "-"], ["--json", "-"]),  # `lustre parse -` reads standard input
+        (["--duration=-1s"], ["--duration=-1s"]),
+        (["-h"], ["-h"]),
+        (["--set", "osc.max_dirty_mb=-1"], ["--set", "osc.max_dirty_mb=-1"]),
+    ],
+)
+def test_only_negative_looking_values_are_attached(argv: list[str], expected: list[str]) -> None:
+    assert attach_negative_values(argv) == expected
 
 
 def test_sim_run_json(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
