@@ -344,6 +344,7 @@ def test_an_osc_someone_else_retunes_is_left_alone_and_shown(tmp_path: Path) -> 
         (root / "sys/fs/lustre/osc" / OSC / "max_rpcs_in_flight").write_text("32")  # an administrator
         agent.tick()  # the actuator sees it
         agent.tick()
+    assert agent.summary.as_dict()["left_alone"] == [OSC]
     assert [set(report.changes) for report in reports] == [{OSC, OSC2}, set(), set()]
     assert [report.left_alone for report in reports] == [frozenset(), {OSC}, {OSC}]
     assert tuner.asked == [{OSC, OSC2}, {OSC, OSC2}, {OSC2}]

@@ -63,6 +63,7 @@ class AgentSummary:
     errors: int = 0
     max_tick_seconds: float = 0.0
     total_tick_seconds: float = 0.0
+    left_alone: frozenset[str] = frozenset()  # OSCs someone else retuned, as of the last tick
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -73,6 +74,7 @@ class AgentSummary:
             "errors": self.errors,
             "mean_tick_ms": mean * 1e3,
             "max_tick_ms": self.max_tick_seconds * 1e3,
+            "left_alone": sorted(self.left_alone),
         }
 
 
@@ -266,6 +268,7 @@ class Agent:
         summary.errors += report.errors
         summary.total_tick_seconds += report.seconds
         summary.max_tick_seconds = max(summary.max_tick_seconds, report.seconds)
+        summary.left_alone = report.left_alone
 
     def run(self, duration: float | None = None) -> AgentSummary:
         """Tick every interval until ``duration`` seconds of the clock pass or the clock stops."""
