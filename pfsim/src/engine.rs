@@ -338,8 +338,9 @@ impl Sim {
             }
             if job.workload.starts_with("h5bench.") {
                 let h5 = job.h5bench.as_ref().expect("checked");
-                self.check_fits(job, workload::h5_file_size(h5))?;
-                let file = self.create_file(workload::h5_file_size(h5), job.stripe_count, job.stripe_size);
+                let size = workload::h5_file_size(h5);
+                self.check_fits(job, size)?;
+                let file = self.create_file(size, job.stripe_count, job.stripe_size);
                 let write = job.workload == "h5bench.vpic";
                 for rank in 0..h5.processes {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;

@@ -309,10 +309,7 @@ impl Sim {
                     "checksums" => o.checksums = kstrtobool(value)?,
                     "checksum_type" => {
                         let v = value.trim_end_matches('\n');
-                        if !CHECKSUM_TYPES.contains(&v) {
-                            return Err(EINVAL);
-                        }
-                        o.checksum_type = CHECKSUM_TYPES.iter().find(|t| **t == v).expect("listed");
+                        o.checksum_type = CHECKSUM_TYPES.iter().copied().find(|t| *t == v).ok_or(EINVAL)?;
                     }
                     "resend_count" => o.resend_count = kstrtouint(value, 10)?,
                     "grant_shrink_interval" => {

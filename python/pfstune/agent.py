@@ -179,10 +179,10 @@ class Agent:
         for osc in gone:
             log.info("%s went away; forgetting it", osc)
             self._intervals.pop(osc, None)
-        gone += sorted(left_alone - self._left_alone)  # the tuner forgets them too
+        forget = gone + sorted(left_alone - self._left_alone)  # the tuner lets go of both
         self._left_alone = left_alone
         featured = time.perf_counter()
-        suggestions = self._ask_tuner(contexts, gone, report)
+        suggestions = self._ask_tuner(contexts, forget, report)
         decided = time.perf_counter()
         for context, suggestion in zip(contexts, suggestions, strict=True):
             changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
@@ -218,8 +218,9 @@ class Agent:
             listener(report)
         return report
 
-    def _ask_tuner(self, contexts: list[Context], gone: list[str], report: TickReport) -> list[Config]:
-        """The tuner observes the interval that ended and suggests the next configurations.
+    def _ask_tuner(self, contexts: list[Context], forget: list[str], report: TickReport) -> list[Config]:
+        """The tuner observes the interval that ended, forgets the OSCs in ``forget`` (gone, or left
+        alone) and suggests the next configurations.
 
         A tuner is a plug-in: if it raises, every OSC keeps its values this tick, the failure is
         counted as an error, and the loop goes on (a crash would restore the originals and let
@@ -230,7 +231,7 @@ class Agent:
             for context in contexts:
                 if context.metrics:
                     self.tuner.observe(context.osc, dict(context.config), context.metrics)
-            for osc in gone:
+            for osc in forget:
                 self.tuner.forget(osc)
             suggestions = self.tuner.suggest_batch(contexts)
         except Exception:
