@@ -147,6 +147,11 @@ def test_user_errors(tmp_path: Path) -> None:
     _rows([1.0]).iloc[:0].to_parquet(tmp_path / "empty.parquet")
     with pytest.raises(UserError, match="no rows"):
         load_dataset([tmp_path / "empty.parquet"])
+    text = _rows([1.0, 2.0])
+    text["actual_record_duration"] = ["0.5", "half a second"]  # damaged, or written by another tool
+    text.to_parquet(tmp_path / "text-column.parquet")
+    with pytest.raises(UserError, match=r"text-column\.parquet: column actual_record_duration holds values that"):
+        load_dataset([tmp_path / "text-column.parquet"])
 
 
 @pytest.fixture(scope="module")

@@ -128,6 +128,12 @@ def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "missing columns" in capsys.readouterr().err
     assert main(["replay", str(bad), "--tuner", "oracle"]) == 2
     assert "scores 1.0 by definition" in capsys.readouterr().err
+    damaged = _recording()
+    damaged["cur_grant_bytes"] = damaged["cur_grant_bytes"].astype(str)
+    damaged.loc[3, "cur_grant_bytes"] = "n/a"
+    damaged.to_parquet(bad)
+    assert main(["replay", str(bad), "--tuner", "default"]) == 2
+    assert "column cur_grant_bytes holds values that are not numbers" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("tuner", ["bandit", "bayesopt"])

@@ -85,7 +85,7 @@ import numpy as np
 import pandas as pd
 
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
+from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset, not_numbers
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -183,6 +183,9 @@ def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     missing_meta = [column for column in ("workload", "iteration", "osc", "observation_no") if column not in frame]
     if missing_meta:
         raise UserError(f"{name}: not a pfstune dataset: no column {', '.join(missing_meta)} (see pfstune.datasets)")
+    problem = not_numbers(frame, ["iteration", "observation_no", *FEATURE_COLUMNS, *RAW_COLUMNS])
+    if problem:
+        raise UserError(f"{name}: {problem}")
     if all(column in frame.columns for column in FEATURE_COLUMNS):
         features = frame[list(FEATURE_COLUMNS)].astype(np.float64)
         default_source = "unknown"

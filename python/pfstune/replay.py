@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
+from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset, not_numbers
 from pfstune.tuners._base import Context, Tuner
 
 #: Lustre's default configuration, scored beside every tuner.
@@ -96,6 +96,9 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             raise UserError(f"{path}: not a per-OSC recording (the dial-lustre schema); missing columns {shown}")
+        problem = not_numbers(frame, ["observation_no", *RAW_COLUMNS])
+        if problem:
+            raise UserError(f"{path}: {problem}")
         frames.append(frame)
     if not frames:
         raise UserError("no dataset given")
