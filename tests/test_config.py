@@ -49,6 +49,10 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         ("dry_run = 3\n", "dry_run"),
         ("tuner_options = 3\n", "tuner_options"),
         ("this is not toml", "not valid TOML"),
+        # text options given another kind of value: refused, not taken as their Python spelling
+        ('osc = ["*OST0000*", "*OST0001*"]\n', "osc: expected a string in quotes"),
+        ("tuner = 3\n", "tuner: expected a string in quotes"),
+        ("state_dir = 5\n", "state_dir: expected a string in quotes"),
     ],
 )
 def test_bad_files_are_one_line_user_errors(tmp_path: Path, text: str, message: str) -> None:
@@ -58,6 +62,13 @@ def test_bad_files_are_one_line_user_errors(tmp_path: Path, text: str, message: 
         load_file(path)
     assert str(path) in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_file_that_is_not_utf8_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_bytes(b"\xff\xfe t\x00u\x00n\x00e\x00r\x00")  # saved as UTF-16 by an editor
+    with pytest.raises(UserError, match="not valid TOML: not UTF-8 text"):
+        load_file(path)
 
 
 def test_missing_file_is_a_user_error(tmp_path: Path) -> None:

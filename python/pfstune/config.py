@@ -82,6 +82,17 @@ def _choice(*choices: str) -> Callable[[object], str]:
     return convert
 
 
+def _text(value: object) -> str:
+    # a TOML list or number where text belongs would otherwise be taken as its Python spelling
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string in quotes, got {value!r}")
+    return value
+
+
+def _path(value: object) -> Path:
+    return Path(_text(value))
+
+
 def _level(value: object) -> str:
     return _choice("debug", "info", "warning", "error")(str(value).lower())
 
@@ -91,17 +102,17 @@ class AgentOptions:
     """Everything ``pfstune agent`` can be told.  Field metadata: the converter and the help."""
 
     backend: str = field(default="lustre", metadata={"convert": _choice("lustre", "sim"), "help": "where to tune"})
-    root: Path = field(default=Path("/"), metadata={"convert": Path, "help": "client root (lustre backend)"})
-    scenario: Path | None = field(default=None, metadata={"convert": Path, "help": "scenario file (sim backend)"})
-    tuner: str = field(default="iopathtune", metadata={"convert": str, "help": "tuning policy"})
+    root: Path = field(default=Path("/"), metadata={"convert": _path, "help": "client root (lustre backend)"})
+    scenario: Path | None = field(default=None, metadata={"convert": _path, "help": "scenario file (sim backend)"})
+    tuner: str = field(default="iopathtune", metadata={"convert": _text, "help": "tuning policy"})
     tuner_options: dict[str, str] = field(default_factory=dict, metadata={"help": "options of the tuner"})
     interval: float = field(default=0.5, metadata={"convert": _interval, "help": "probe interval"})
     duration: float | None = field(default=None, metadata={"convert": seconds, "help": "stop after this long"})
-    osc: str = field(default="*", metadata={"convert": str, "help": "glob of the OSC devices to tune"})
+    osc: str = field(default="*", metadata={"convert": _text, "help": "glob of the OSC devices to tune"})
     dry_run: bool = field(default=False, metadata={"convert": _boolean, "help": "print, do not write"})
-    state_dir: Path = field(default=Path("/run/pfstune"), metadata={"convert": Path, "help": "state and lock"})
+    state_dir: Path = field(default=Path("/run/pfstune"), metadata={"convert": _path, "help": "state and lock"})
     metrics_port: int = field(default=0, metadata={"convert": _port, "help": "Prometheus port"})
-    metrics_address: str = field(default="127.0.0.1", metadata={"convert": str, "help": "Prometheus address"})
+    metrics_address: str = field(default="127.0.0.1", metadata={"convert": _text, "help": "Prometheus address"})
     log_level: str = field(default="info", metadata={"convert": _level, "help": "log level"})
 
 
@@ -131,6 +142,8 @@ def load_file(path: Path) -> dict[str, object]:
         raise UserError(f"{path}: {err.strerror or err}") from None
     except tomllib.TOMLDecodeError as err:
         raise UserError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not valid TOML: not UTF-8 text") from None
     known = option_names()
     options: dict[str, object] = {}
     for key, value in document.items():
