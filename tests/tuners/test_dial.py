@@ -238,6 +238,8 @@ def test_nan_features_reach_the_model_as_nan() -> None:
         {"tau": 1.0},
         {"alpha": -1.0},
         {"beta": -0.5},
+        {"alpha": float("nan")},  # every score would be NaN
+        {"beta": float("inf")},
         {"score": "best"},
         {"xfer_threshold": 120.0},
         {"skip_intervals": -1},

@@ -73,7 +73,8 @@ def test_idle_osc_is_left_alone() -> None:
 
 
 @pytest.mark.parametrize(
-    "options", [{"period": "0"}, {"tolerance": "1.5"}, {"period": "x"}, {"nope": "1"}, {"objective": "disk"}]
+    "options",
+    [{"period": "0"}, {"period": "inf"}, {"tolerance": "1.5"}, {"period": "x"}, {"nope": "1"}, {"objective": "disk"}],
 )
 def test_bad_options_are_user_errors(options: dict[str, str]) -> None:
     with pytest.raises(UserError):

@@ -53,6 +53,7 @@ match (lustre-client.md section 1.6).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -120,8 +121,8 @@ class DialTuner(Tuner):
         """
         if not 0 <= tau < 1:
             raise UserError(f"dial: tau must be in [0, 1), got {tau}")
-        if alpha < 0 or beta < 0:
-            raise UserError("dial: alpha and beta must be >= 0")
+        if not (0 <= alpha < math.inf and 0 <= beta < math.inf):
+            raise UserError(f"dial: alpha and beta must be finite and >= 0, got {alpha} and {beta}")
         if score not in SCORES:
             raise UserError(f"dial: score must be one of {', '.join(SCORES)}, got {score!r}")
         if not 0 <= xfer_threshold <= 100:

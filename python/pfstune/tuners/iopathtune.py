@@ -88,8 +88,8 @@ class IOPathTuneTuner(Tuner):
         objective: str = "osc",
     ) -> None:
         """``period`` seconds per decision; ``tolerance`` the relative change that counts as one."""
-        if not period > 0:
-            raise UserError(f"iopathtune: period must be positive, got {period}")
+        if not 0 < period < math.inf:
+            raise UserError(f"iopathtune: period must be a positive number of seconds, got {period}")
         if not 0 <= tolerance < 1:
             raise UserError(f"iopathtune: tolerance must be in [0, 1), got {tolerance}")
         if patience < 1 or hold_periods < 0:
