@@ -43,6 +43,8 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
     [
         ("nope = 1\n", "unknown key 'nope'"),
         ('interval = "fast"\n', "interval"),
+        ("interval = inf\n", "interval: inf is not a positive duration"),  # TOML has inf and nan
+        ("duration = nan\n", "duration: nan is not a positive duration"),
         ('interval = "500us"\n', "interval: '500us' is shorter than the shortest probe interval, 1ms"),
         ('backend = "nfs"\n', "backend"),
         ("metrics_port = 70000\n", "metrics_port"),

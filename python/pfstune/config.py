@@ -41,7 +41,7 @@ def seconds(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a duration")
     result = float(value) if isinstance(value, (int, float)) else parse_duration(str(value)) / 1e9
-    if not result > 0:
+    if not 0 < result < float("inf"):
         raise ValueError(f"{value!r} is not a positive duration")
     return result
 
