@@ -45,6 +45,12 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Iter
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError, ValueError) as err:
         raise UserError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler ({err})") from None
+    except Exception as err:
+        # whatever listens there is not a Dask scheduler: an HTTP server's reply read as a Dask
+        # frame length, for one, asks numpy for exabytes
+        raise UserError(
+            f"--scheduler {scheduler}: what answers there is not a Dask scheduler ({type(err).__name__})"
+        ) from None
     try:
         executor = client.get_executor()
         yield executor
