@@ -222,6 +222,15 @@ def test_serve_rejects_a_client_out_of_range(small_scenario: Path, tmp_path: Pat
     assert "--client 3" in result.stderr
 
 
+@pytest.mark.parametrize("root", ["/", "/tmp/.."])
+def test_serve_refuses_the_live_systems_root(small_scenario: Path, root: str) -> None:
+    # refused before anything is written: as root on a Lustre client it would set the real max_dirty_mb
+    result = pfstune("sim", "serve", str(small_scenario), "--root", root, "--duration", "1s")
+    assert result.returncode == 2
+    assert "is a live system's root" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
     result = pfstune("sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=8,0", "--duration", "1s")
     assert result.returncode == 2

@@ -59,6 +59,11 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.set_defaults(func=main)
 
 
+def _is_a_live_system(root: Path) -> bool:
+    """``root`` is ``/``, or a directory whose ``proc`` or ``sys`` is a mount (a chroot, a container)."""
+    return root.resolve() == Path("/").resolve() or any(os.path.ismount(root / name) for name in ("proc", "sys"))
+
+
 def main(args: argparse.Namespace) -> int:
     """Serve the tree until the scenario ends or a signal arrives."""
     scenario = load_scenario(args.scenario, scenario_overrides(args))
@@ -66,6 +71,12 @@ def main(args: argparse.Namespace) -> int:
     if not 0 <= args.client < n_clients:
         raise UserError(f"--client {args.client}: the scenario has {n_clients} clients (0..{n_clients - 1})")
     root = Path(args.root)
+    if _is_a_live_system(root):
+        # the tree's top-level max_dirty_mb would land on the node's real one
+        raise UserError(
+            f"--root {root}: this is a live system's root (its proc or sys is mounted); "
+            "give sim serve a directory of its own, e.g. --root /tmp/pfsim-tree"
+        )
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
