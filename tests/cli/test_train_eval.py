@@ -120,7 +120,10 @@ def test_train_without_enough_series_for_validation(
     [
         (["train", "{tmp}/absent.parquet", "--out", "{tmp}/m"], "absent.parquet: no such dataset"),
         (["train", "{tmp}/other.parquet", "--out", "{tmp}/m"], "not a pfstune dataset"),
-        (["train", "{slice}", "--out", "{tmp}/m", "--holdout-iterations", "9"], "leaves"),
+        (
+            ["train", "{slice}", "--out", "{tmp}/m", "--holdout-iterations", "9"],
+            "--holdout-iterations 9 (the data has iterations 1-3) leaves",
+        ),
         (["train", "{slice}", "--out", "{tmp}/other.parquet"], "other.parquet: cannot create the model directory"),
         (["model", "eval", "{tmp}/nomodel", "{slice}"], "no such model directory"),
         (["model", "eval", "default", "{slice}", "--iterations", "9"], "no pairs to evaluate"),

@@ -35,6 +35,17 @@ def iteration_list(text: str) -> list[int]:
     return sorted(values)
 
 
+def _ranges(values: Sequence[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``1-3,7``: iterations as ``--holdout-iterations`` takes them."""
+    runs: list[list[int]] = []
+    for value in sorted(set(values)):
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -175,7 +186,15 @@ def run_training(
             note("no workload has two series: no validation fit, no AUC")
     train, test = pairs[~held], pairs[held]
     if holdout["kind"] != "none" and (train.empty or test.empty):
-        raise UserError(f"holding out {holdout} leaves {len(train)} training and {len(test)} held-out pairs")
+        if holdout["kind"] == "iterations":
+            asked, present = (
+                _ranges(list(holdout_iterations or [])),
+                _ranges([int(i) for i in pairs["iteration"].unique()]),
+            )
+            what = f"--holdout-iterations {asked} (the data has iterations {present})"
+        else:
+            what = f"--validation-fraction {validation_fraction}"
+        raise UserError(f"{what} leaves {len(train)} training and {len(test)} held-out pairs")
     holdout["pairs"] = _counts(test)
 
     evaluation = None
