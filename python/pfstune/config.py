@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pfstune.errors import UserError
+from pfstune.textfiles import check_is_a_file
 from pfstune.units import MIN_PROBE_INTERVAL_NS, parse_duration
 
 if sys.version_info >= (3, 11):
@@ -135,6 +136,7 @@ def _convert(name: str, value: object, where: str) -> object:
 
 def load_file(path: Path) -> dict[str, object]:
     """The options set in the TOML file ``path``, converted and checked."""
+    check_is_a_file(path, "an agent config file (TOML)")
     try:
         with path.open("rb") as handle:
             document = tomllib.load(handle)

@@ -10,6 +10,7 @@ from pfstune.cli.lustre_snapshot import snapshot_table, warnings_to_stderr
 from pfstune.errors import UserError
 from pfstune.lustre.lctl import snapshot_from_get_param
 from pfstune.lustre.parse import ParseError
+from pfstune.textfiles import check_is_a_file
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +33,7 @@ def main(args: argparse.Namespace) -> int:
     if args.file == "-":
         text = sys.stdin.read()
     else:
+        check_is_a_file(args.file, "saved `lctl get_param` output")
         try:
             with open(args.file, encoding="utf-8", errors="replace") as file:
                 text = file.read()

@@ -87,6 +87,7 @@ import yaml
 from pfstune.errors import ScenarioError, UserError
 from pfstune.sim._values import boolean, choice, integer, positive, text
 from pfstune.sim.presets import DEFAULT_PRESET, FIELDS, PRESETS, resolve_field
+from pfstune.textfiles import check_is_a_file
 from pfstune.units import MAX_SIZE, MIN_PROBE_INTERVAL_NS, parse_duration, parse_size
 
 #: Simulated wall-clock time at t = 0 (2024-06-10), fixed so that output is deterministic.
@@ -344,6 +345,7 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
 
 def read_scenario_text(path: str | Path) -> str:
     """Return the text of the scenario file at ``path``; an unreadable file is a ScenarioError."""
+    check_is_a_file(path, "a scenario file", ScenarioError)
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as err:
