@@ -44,3 +44,6 @@ def test_files_pipes_and_absent_paths_pass(tmp_path: Path) -> None:
     os.mkfifo(pipe)  # `pfstune sim run <(generate-scenario)` reads a pipe
     check_is_a_file(pipe, "a scenario file")
     check_is_a_file(tmp_path / "absent.yaml", "a scenario file")  # the caller's open says why
+    if os.path.exists(os.devnull):
+        check_is_a_file(os.devnull, "an agent config file")  # `--config /dev/null`: no options
+        assert load_file(Path(os.devnull)) == {}
