@@ -85,7 +85,7 @@ import numpy as np
 import pandas as pd
 
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset, not_numbers
+from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -98,6 +98,7 @@ __all__ = [
     "load_dataset",
     "make_pairs",
     "normalize",
+    "not_numbers",
     "select_iterations",
 ]
 
@@ -168,6 +169,26 @@ def _read_parquet(path: Path) -> pd.DataFrame:
     columns = [name for name in names if name in wanted]
     frame: pd.DataFrame = pd.read_parquet(path, columns=columns)
     return frame
+
+
+def not_numbers(df: pd.DataFrame, names: Sequence[str]) -> str | None:
+    """Which of ``names`` in ``df`` hold values that cannot be read as numbers, in words; None if none.
+
+    The dataset loaders check this first so that a damaged file is reported by column, not by a
+    conversion error deep in :func:`~pfstune.features.from_dataset`.
+    """
+    bad = []
+    for name in dict.fromkeys(names):
+        if name not in df.columns:
+            continue
+        try:
+            df[name].to_numpy(dtype=np.float64)
+        except (TypeError, ValueError):
+            bad.append(name)
+    if not bad:
+        return None
+    shown = ", ".join(bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
+    return f"column{'s' if len(bad) > 1 else ''} {shown} hold{'' if len(bad) > 1 else 's'} values that are not numbers"
 
 
 def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:

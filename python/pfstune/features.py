@@ -917,26 +917,6 @@ def _prev_write_rif_bytes(df: pd.DataFrame) -> FloatArray:
     return result
 
 
-def not_numbers(df: pd.DataFrame, names: Sequence[str]) -> str | None:
-    """Which of ``names`` in ``df`` hold values that cannot be read as numbers, in words; None if none.
-
-    The dataset loaders check this first so that a damaged file is reported by column, not by a
-    conversion error deep in :func:`from_dataset`.
-    """
-    bad = []
-    for name in dict.fromkeys(names):
-        if name not in df.columns:
-            continue
-        try:
-            df[name].to_numpy(dtype=np.float64)
-        except (TypeError, ValueError):
-            bad.append(name)
-    if not bad:
-        return None
-    shown = ", ".join(bad[:4]) + (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
-    return f"column{'s' if len(bad) > 1 else ''} {shown} hold{'' if len(bad) > 1 else 's'} values that are not numbers"
-
-
 def from_dataset(df: pd.DataFrame) -> pd.DataFrame:
     """Map rows of the shared dataset schema (``dev.parquet``) onto :data:`FEATURE_COLUMNS`.
 

@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pfstune.datasets import not_numbers
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset, not_numbers
+from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
 from pfstune.tuners._base import Context, Tuner
 
 #: Lustre's default configuration, scored beside every tuner.

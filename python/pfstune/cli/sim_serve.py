@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--client {args.client}: the scenario has {n_clients} clients (0..{n_clients - 1})")
     root = Path(args.root)
     if _is_a_live_system(root):
-        # the tree's top-level max_dirty_mb would land on the node's real one
+        # its files would go into the node's own /sys/fs/lustre and /proc/fs/lustre
         raise UserError(
             f"--root {root}: this is a live system's root (its proc or sys is mounted); "
             "give sim serve a directory of its own, e.g. --root /tmp/pfsim-tree"

@@ -187,10 +187,8 @@ def run_training(
     train, test = pairs[~held], pairs[held]
     if holdout["kind"] != "none" and (train.empty or test.empty):
         if holdout["kind"] == "iterations":
-            asked, present = (
-                _ranges(list(holdout_iterations or [])),
-                _ranges([int(i) for i in pairs["iteration"].unique()]),
-            )
+            asked = _ranges(list(holdout_iterations or []))
+            present = _ranges([int(i) for i in pairs["iteration"].unique()])
             what = f"--holdout-iterations {asked} (the data has iterations {present})"
         else:
             what = f"--validation-fraction {validation_fraction}"
