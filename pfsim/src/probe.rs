@@ -625,10 +625,16 @@ pub struct Reader {
     buffer: Vec<u8>,
 }
 
+/// The most a statistics file may hold. Lustre's are a few KiB (`rpc_stats` of a busy OSC is
+/// about 5 KiB); anything larger is not one, such as a link to `/dev/zero` in a copied tree,
+/// which would otherwise be read until memory runs out. (The Python reader's
+/// `MAX_FILE_BYTES` is the same.)
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+
 /// Read a whole file into `buffer` (one open, reads until a read returns 0, close); its length.
 /// The buffer is kept between files and only grows, so nothing is cleared or zeroed per file.
 /// (A short first read is not taken as the end: a multi-record seq_file may stop a read at a
-/// page boundary with more to come.)
+/// page boundary with more to come.) A file longer than [`MAX_FILE_BYTES`] is an error.
 fn read_file(path: &PathBuf, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut file = File::open(path)?;
     let mut len = 0;
@@ -638,6 +644,10 @@ fn read_file(path: &PathBuf, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
         }
         match file.read(&mut buffer[len..]) {
             Ok(0) => return Ok(len),
+            Ok(got) if len + got > MAX_FILE_BYTES => {
+                let what = format!("longer than {MAX_FILE_BYTES} bytes: not a Lustre statistics file");
+                return Err(std::io::Error::new(ErrorKind::InvalidData, what));
+            }
             Ok(got) => len += got,
             Err(err) if err.kind() == ErrorKind::Interrupted => continue,
             Err(err) => return Err(err),
@@ -811,6 +821,21 @@ rpcs in flight        rpcs   % cum % |       rpcs   % cum %\n\
 \t\t\tread\t\t\twrite\n\
 offset                rpcs   % cum % |       rpcs   % cum %\n\
 0:\t\t         5 100 100   |        258 100 100\n";
+
+    #[test]
+    fn a_file_longer_than_any_lustre_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pfsim-probe-long-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (small, long) = (dir.join("small"), dir.join("long"));
+        std::fs::write(&small, RPC_215).unwrap();
+        std::fs::write(&long, vec![b'1'; MAX_FILE_BYTES + 1]).unwrap();
+        let mut buffer = Vec::new();
+        assert_eq!(read_file(&small, &mut buffer).unwrap(), RPC_215.len());
+        let err = read_file(&long, &mut buffer).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidData);
+        assert!(buffer.len() <= 2 * MAX_FILE_BYTES + 16384, "the buffer stops growing at the limit");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn rpc_stats_2_15() {

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import random
 import shutil
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pfstune.lustre.parse import ParseError
-from pfstune.lustre.snapshot import MINIMAL_FILES, Prober, parse_param
+from pfstune.lustre.snapshot import MAX_FILE_BYTES, MINIMAL_FILES, Prober, parse_param
 from tests.conftest import SHARED
 
 FIXTURE = SHARED / "fixtures" / "lustre-2.10-client"
@@ -90,3 +92,34 @@ def test_a_damaged_tree_never_breaks_a_probe(
         # ParseError is the one exception a parser may raise: the probe reports it and leaves the file out
         with contextlib.suppress(ParseError):
             parse_param(relative.name, text, [])
+
+
+def test_files_that_are_not_lustres_are_left_out_not_read_forever(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A copied tree can hold what /proc cannot: a pipe (blocks at open), a link to /dev/zero
+    (never ends), a file of megabytes. Each is left out with a warning; the rest is read."""
+    root = tmp_path / "client"
+    shutil.copytree(FIXTURE, root)
+    osc = root / "proc" / "fs" / "lustre" / "osc"
+    devices = sorted(p for p in osc.iterdir() if p.is_dir() and "-osc-ffff" in p.name)
+    pipe = devices[0] / "stats"
+    pipe.unlink()
+    os.mkfifo(pipe)
+    long = devices[1] / "rpc_stats"
+    long.write_bytes(long.read_bytes() * (MAX_FILE_BYTES // len(long.read_bytes()) + 2))
+    endless = devices[2] / "import"
+    if os.path.exists("/dev/zero"):
+        endless.unlink()
+        endless.symlink_to("/dev/zero")
+    with caplog.at_level(logging.WARNING, logger="pfstune.lustre"):
+        table = Prober(root, files=MINIMAL_FILES).probe_table(1.0)
+        snapshot = Prober(root).probe(1.0)
+    assert len(table.oscs) == len(snapshot["osc"]) == 7  # every device is still there
+    warned = caplog.text
+    assert f"{pipe}: not a regular file; left out" in warned
+    assert f"{long}: longer than {MAX_FILE_BYTES} bytes" in warned
+    if endless.is_symlink():
+        assert f"{endless}: not a regular file; left out" in warned
+    assert "rpc_stats" not in snapshot["osc"][devices[1].name]
+    assert "rpc_stats" in snapshot["osc"][devices[0].name]  # what is left of a device is read

@@ -396,14 +396,14 @@ def test_unlistable_device_directories_warn_once_per_tree(
 ) -> None:
     engine, root = sim_tree
     sysfs_osc = str(root / "sys/fs/lustre/osc")
-    real_listdir = os.listdir
+    real_scandir = os.scandir
 
-    def fake_listdir(path: Any) -> list[str]:
+    def fake_scandir(path: Any) -> Any:
         if str(path).startswith(sysfs_osc + "/"):
             raise PermissionError(13, "Permission denied", str(path))
-        return real_listdir(path)
+        return real_scandir(path)
 
-    monkeypatch.setattr(os, "listdir", fake_listdir)
+    monkeypatch.setattr(os, "scandir", fake_scandir)
     prober = Prober(root, rediscover_every=1)
     for t in range(2):
         snap = prober.probe(float(t))

@@ -20,6 +20,9 @@ reads cleanly again, so a 0.5 s probe loop does not flood the log):
 - a file that is half-written or garbled (no final newline, NUL bytes inside a line, lines that
   do not fit its format, histogram rows missing): that key is left out.  Partial data is not
   kept because Lustre omits zero counters: a stats file missing a line would read as a zero;
+- in a tree given as the root, a file that cannot be Lustre's: a pipe (it would block the probe
+  at open) or a device is left out at discovery, a file longer than :data:`MAX_FILE_BYTES` (a
+  link to ``/dev/zero`` would be read until memory runs out) at the read;
 - a debugfs (``/sys/kernel/debug``) the user may not read (non-root): the debugfs files
   (``osc.*.stats``, ``llite.*.stats``, ``read_ahead_stats``, ``max_cached_mb``) are left out, with
   one warning for the life of the prober.
@@ -68,6 +71,42 @@ except ImportError:  # pragma: no cover - a source tree without the built extens
     StatsReader = None
 
 log = logging.getLogger("pfstune.lustre")
+
+#: The most a file a probe reads may hold.  Lustre's are a few KiB (``rpc_stats`` of a busy OSC
+#: is about 5 KiB); a longer one is not Lustre's, such as a link to ``/dev/zero`` in a copied
+#: tree, which would otherwise be read until memory runs out.  pfsim's fast reader has the same.
+MAX_FILE_BYTES = 1 << 20
+
+
+class _TooLong(Exception):
+    """A file longer than :data:`MAX_FILE_BYTES`."""
+
+
+def _read_small_file(path: str) -> bytes:
+    """The whole file, read unbuffered until EOF (a seq_file may stop a read at a page boundary)."""
+    chunks = []
+    total = 0
+    with open(path, "rb", buffering=0) as file:
+        while chunk := file.read(65536):
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise _TooLong(path)
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _not_a_file(entry: os.DirEntry[str]) -> str | None:
+    """Why ``entry`` is not a regular file, as every file of Lustre's trees is; None if it is one.
+
+    The type comes with the directory listing (no stat), except for a link, which is followed.
+    """
+    try:
+        if entry.is_file():
+            return None
+        return "is a directory, not a file" if entry.is_dir() else "not a regular file"
+    except OSError:
+        return None  # gone or unreadable: the read that follows says so
+
 
 #: One-line OSC files read into ``tunables`` (those that exist: 2.10 has no ``short_io_bytes``).
 OSC_SCALARS: tuple[str, ...] = (
@@ -277,7 +316,9 @@ class Prober:
         for base in bases:
             directory = self.root / base / kind / name
             try:
-                entries = os.listdir(directory)
+                # scandir, not listdir: each entry's type comes with the listing (d_type), free
+                with os.scandir(directory) as listing:
+                    entries = {entry.name: entry for entry in listing if entry.name in wanted}
             except FileNotFoundError:
                 continue
             except OSError as err:
@@ -287,8 +328,14 @@ class Prober:
                 self._list_failures.add(f"{base}/{kind}")
                 continue
             device.dirs.append(str(directory))
-            for param in wanted.intersection(entries):
-                device.files.setdefault(param, str(directory / param))
+            for param, entry in entries.items():
+                path = str(directory / param)
+                problem = None if param in device.files else _not_a_file(entry)
+                if problem:
+                    # a pipe would block the probe at open; Lustre's own files are regular files
+                    self._warn(path, "special", f"{path}: {problem}; left out")
+                    continue
+                device.files.setdefault(param, path)
         # Keep the order of the parameter list, so snapshots list keys the same way every time.
         device.files = {param: device.files[param] for param in self._params[kind] if param in device.files}
         return device
@@ -457,9 +504,10 @@ class Prober:
         entry: dict[str, Any] = {}
         for param, path in device.files.items():
             try:
-                # Unbuffered: one read of the whole (small) file, without a BufferedReader to set up.
-                with open(path, "rb", buffering=0) as file:
-                    data = file.read()
+                data = _read_small_file(path)
+            except _TooLong:
+                self._warn(path, "long", f"{path}: longer than {MAX_FILE_BYTES} bytes, not a Lustre file; left out")
+                continue
             except (FileNotFoundError, NotADirectoryError):
                 self._stale = True
                 if not any(os.path.isdir(directory) for directory in device.dirs):
