@@ -119,6 +119,8 @@ def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     blocked.write_text("")
     assert main(["replay", str(DEV), "--tuner", "default", "--out", str(blocked / "d.parquet")]) == 2
     assert "a-file is not a directory" in capsys.readouterr().err
+    assert main(["replay", str(DEV), "--tuner", "default", "--out", str(tmp_path)]) == 2  # before the replay runs
+    assert f"--out {tmp_path}: is a directory; name the file" in capsys.readouterr().err
     bad = tmp_path / "bad.parquet"
     pd.DataFrame({"x": [1]}).to_parquet(bad)
     assert main(["replay", str(bad), "--tuner", "default"]) == 2

@@ -45,6 +45,8 @@ def main(args: argparse.Namespace) -> int:
             "of the workload), so the oracle scores 1.0 by definition"
         )
     tuner = make_tuner(args.tuner, options)
+    if args.out is not None and args.out.is_dir():
+        raise UserError(f"--out {args.out}: is a directory; name the file, e.g. {args.out / 'decisions.parquet'}")
     if args.out is not None and not args.out.parent.is_dir():
         raise UserError(f"--out {args.out}: {args.out.parent} is not a directory")
     if args.out is not None and not os.access(args.out.parent, os.W_OK):
