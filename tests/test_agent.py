@@ -14,8 +14,10 @@ from pfstune.agent import Agent, TickReport
 from pfstune.backends._base import Backend
 from pfstune.backends.lustre import LustreBackend
 from pfstune.backends.sim import SimBackend
+from pfstune.cli.agent import _ignored_options
 from pfstune.cli.main import main
 from pfstune.clock import Clock
+from pfstune.config import AgentOptions
 from pfstune.exporter import Exporter
 from pfstune.features import osc_features
 from pfstune.lustre.limits import ActuatorError
@@ -365,3 +367,12 @@ def test_the_time_after_the_last_tick_is_simulated_too(write_scenario: Callable[
     assert direct["sim_seconds"] == ticked["sim_seconds"] == pytest.approx(1.2)
     assert ticked["events"] == direct["events"]
     assert ticked["mbps"] == direct["mbps"]
+
+
+def test_an_option_the_backend_does_not_use_is_named() -> None:
+    assert _ignored_options(AgentOptions()) == []
+    assert _ignored_options(AgentOptions(backend="sim", scenario=Path("s.yaml"))) == []
+    on_a_client = _ignored_options(AgentOptions(backend="lustre", scenario=Path("s.yaml")))
+    assert on_a_client == ["--scenario s.yaml is ignored: only --backend sim runs a scenario"]
+    simulated = _ignored_options(AgentOptions(backend="sim", scenario=Path("s.yaml"), root=Path("/tmp/tree")))
+    assert simulated == ["--root /tmp/tree is ignored: --backend sim tunes the scenario's simulated clients"]

@@ -141,12 +141,23 @@ def _backend(options: AgentOptions, stop: threading.Event) -> Backend:
     )
 
 
+def _ignored_options(options: AgentOptions) -> list[str]:
+    """What the chosen backend will not use, in words: a --scenario on a real client, say."""
+    if options.backend == "lustre" and options.scenario is not None:
+        return [f"--scenario {options.scenario} is ignored: only --backend sim runs a scenario"]
+    if options.backend == "sim" and options.root != AgentOptions().root:
+        return [f"--root {options.root} is ignored: --backend sim tunes the scenario's simulated clients"]
+    return []
+
+
 def main(args: argparse.Namespace) -> int:
     """Run the agent until its duration ends, the scenario ends, or SIGTERM/SIGINT."""
     flags = {f.name: getattr(args, f.name) for f in fields(AgentOptions)}
     flags["tuner_options"] = dict(args.tuner_options)
     options = resolve(args.config, flags)
     setup_json_logging(options.log_level)
+    for unused in _ignored_options(options):
+        log.warning("%s", unused)
     tuner = make_tuner(options.tuner, options.tuner_options)
     stop = threading.Event()
 
