@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
@@ -64,3 +66,16 @@ def test_a_ratio_without_its_baseline_for_every_seed_is_none(suite: ModuleType, 
     assert entry["results"]["dial"]["vs_oracle"] is None  # seed 2 has no oracle run
     lines, _ = suite.checks([entry])
     assert any("not judged" in line and "x" in line for line in lines)
+
+
+def test_a_bench_that_fails_ends_the_script_with_its_status(tmp_path: Path) -> None:
+    # the bench prints its one-line error; the script adds no traceback of its own
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path / "absent.yaml"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "absent.yaml: cannot read the scenario" in done.stderr
+    assert "Traceback" not in done.stderr
