@@ -79,3 +79,12 @@ def test_a_bench_that_fails_ends_the_script_with_its_status(tmp_path: Path) -> N
     assert done.returncode == 2
     assert "absent.yaml: cannot read the scenario" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_from_a_directory_without_a_bench_document_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--from", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert f"--from {tmp_path}: no bench.json there" in done.stderr
+    assert "Traceback" not in done.stderr
