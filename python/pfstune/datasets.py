@@ -179,8 +179,8 @@ def not_numbers(df: pd.DataFrame, names: Sequence[str]) -> str | None:
     """
     bad = []
     for name in dict.fromkeys(names):
-        if name not in df.columns:
-            continue
+        if name not in df.columns or pd.api.types.is_numeric_dtype(df[name]):
+            continue  # a numeric column needs no trial conversion (it would copy every value)
         try:
             df[name].to_numpy(dtype=np.float64)
         except (TypeError, ValueError):

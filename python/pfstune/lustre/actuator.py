@@ -190,9 +190,10 @@ class Actuator:
         self._originals: OriginalsFile | None = None
         self._virtual: dict[str, int] = {}  # dry run: lctl name -> value "written"
         self._server: dict[str, tuple[int, int]] = {}  # OSC -> (brw pages, chunk pages); fixed until remount
-        # lctl name -> the value pfstune's last write of it left.  Not the coupled max_dirty_mb: a
+        # (kind, device) -> {parameter: the value pfstune's last write of it left}, by device so that
+        # checking one device does not look through all of them.  Not the coupled max_dirty_mb: a
         # served tree (`pfstune sim serve`) shows the kernel's coupling only at its next refresh.
-        self._left: dict[str, int] = {}
+        self._left: dict[tuple[str, str], dict[str, int]] = {}
         self._hands_off: set[tuple[str, str]] = set()  # (kind, device) changed outside pfstune: not written again
         self._active = False
 
@@ -348,7 +349,7 @@ class Actuator:
             return {}
         if self._originals is None:
             return {}
-        for kind, device in {split_lctl_name(name)[:2] for name in self._left}:
+        for kind, device in list(self._left):
             self._changed_outside(kind, device)  # drops the originals of what someone else has changed since
         originals = self._originals.originals
         if not originals:
@@ -364,7 +365,8 @@ class Actuator:
             )  # fmt: skip
             return dict.fromkeys(originals, f"permission denied: {err.filename}")
         for name in done:
-            self._left.pop(name, None)
+            kind, device, param = split_lctl_name(name)
+            self._left.get((kind, device), {}).pop(param, None)
         try:
             self._originals.forget(done)
         except OSError as err:
@@ -518,7 +520,7 @@ class Actuator:
                 self.log.info("set %s=%d (was %d; the kernel adjusted %d)", name, got, old, target)
             else:
                 self.log.debug("set %s=%d (was %d)", name, got, old)
-            self._left[name] = got
+            self._left.setdefault((kind, device), {})[param] = got
             for coupled, before in coupled_before.items():
                 after = self._quiet_value(kind, device, coupled)
                 if after != before:
@@ -541,19 +543,17 @@ class Actuator:
         cannot be read is not a change (the next probe or restore reports it).  ``known`` holds
         values of ``device`` just read (parameter -> value), which are not read again.
         """
-        prefix = lctl_name(kind, device, "")
-        changed: dict[str, tuple[int, int]] = {}
-        for name, left in self._left.items():
-            if name.startswith(prefix):
-                param = name[len(prefix) :]
-                now = known[param] if known is not None and param in known else self._quiet_value(kind, device, param)
-                if now is not None and now != left:
-                    changed[name] = (left, now)
+        left_here = self._left.get((kind, device), {})
+        changed: dict[str, tuple[int, int]] = {}  # lctl name -> (what pfstune left, what is there now)
+        for param, left in left_here.items():
+            now = known[param] if known is not None and param in known else self._quiet_value(kind, device, param)
+            if now is not None and now != left:
+                changed[lctl_name(kind, device, param)] = (left, now)
         if not changed:
             return False
         self._hands_off.add((kind, device))
-        for name in changed:
-            del self._left[name]
+        for name in changed:  # the others stay watched: a later change of them is kept at exit too
+            del left_here[split_lctl_name(name)[2]]
         if self._originals is not None:
             try:
                 self._originals.forget(changed)
