@@ -184,23 +184,28 @@ class Agent:
         featured = time.perf_counter()
         suggestions = self._ask_tuner(contexts, forget, report)
         decided = time.perf_counter()
+        requests: dict[str, Config] = {}
         for context, suggestion in zip(contexts, suggestions, strict=True):
             changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
-            if not changes:
+            if changes:
+                requests[context.osc] = changes
+        # One call for the tick, so that the backend can save every original at once.
+        results = self.backend.apply_all(requests) if requests else {}
+        for context in contexts:
+            if context.osc not in results:
                 continue
-            try:
-                in_force = self.backend.apply(context.osc, changes)
-            except ActuatorError as err:
+            result = results[context.osc]
+            if isinstance(result, ActuatorError):
                 report.errors += 1
-                log.error("%s: %s", context.osc, err)
-                written = getattr(err, "in_force", None)  # what did get written, if anything
+                log.error("%s: %s", context.osc, result)
+                written = getattr(result, "in_force", None)  # what did get written, if anything
                 if written:
                     report.configs[context.osc] = {**context.config, **written}
                 continue
-            report.configs[context.osc] = {**context.config, **in_force}
+            report.configs[context.osc] = {**context.config, **result}
             # What changed, not what was asked: the kernel may round a value, and the actuator leaves
             # alone an OSC whose values someone else has changed.
-            changes = {p: v for p, v in in_force.items() if context.config.get(p) != v}
+            changes = {p: v for p, v in result.items() if context.config.get(p) != v}
             if not changes:
                 continue
             report.changes[context.osc] = changes

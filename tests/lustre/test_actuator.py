@@ -20,6 +20,7 @@ import pytest
 from pfstune.errors import UserError
 from pfstune.lustre import actuator as actuator_module
 from pfstune.lustre import limits
+from pfstune.lustre import state as state_module
 from pfstune.lustre.actuator import (
     Actuator,
     ActuatorError,
@@ -177,6 +178,93 @@ def test_originals_are_on_disk_before_every_write(root: Path, state_dir: Path, m
         act.apply(LLITE, {"max_read_ahead_whole_mb": 2}, kind="llite")
     assert applied == ["max_pages_per_rpc", "max_rpcs_in_flight", "max_dirty_mb", "max_read_ahead_whole_mb"]
     assert value(root, "max_dirty_mb") == "2000"
+
+
+def test_apply_many_saves_every_original_in_one_write_before_any_change(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One synced rewrite of originals.json per device made a 1,000-OSC node's first tick take 11 s.
+    saves: list[int] = []
+    real_save = state_module.write_json_atomically
+    written: list[str] = []
+    real_write = actuator_module.write_param
+
+    def counting_save(path: Path, data: Any) -> None:
+        saves.append(len(data["originals"]))
+        real_save(path, data)
+
+    def checking_write(path: Path, text: str) -> None:
+        saved = originals_json(state_dir)["originals"]
+        assert any(entry["path"] == str(path) for entry in saved.values()), f"{path} written before its original"
+        written.append(path.name)
+        real_write(path, text)
+
+    monkeypatch.setattr(state_module, "write_json_atomically", counting_save)
+    monkeypatch.setattr(actuator_module, "write_param", checking_write)
+    with Actuator(root, state_dir) as act:
+        results = act.apply_many(
+            {
+                OSC: {"max_rpcs_in_flight": 16, "max_pages_per_rpc": 64},
+                OSC2: {"max_rpcs_in_flight": 32},
+                SERVER_OSC: {"max_rpcs_in_flight": 4},  # refused, without stopping the others
+            }
+        )
+        assert saves == [5]  # both tunables and max_dirty_mb of OSC, max_rpcs_in_flight and max_dirty_mb of OSC2
+        assert results[OSC] == {"max_rpcs_in_flight": 16, "max_pages_per_rpc": 64}
+        assert results[OSC2] == {"max_rpcs_in_flight": 32}
+        assert isinstance(results[SERVER_OSC], LimitError)
+        assert written == ["max_pages_per_rpc", "max_rpcs_in_flight", "max_rpcs_in_flight"]
+        assert value(root, "max_rpcs_in_flight", OSC2) == "32"
+        # Nothing new to save: no rewrite.
+        act.apply_many({OSC: {"max_rpcs_in_flight": 8}, OSC2: {"max_rpcs_in_flight": 8}})
+        assert saves == [5]
+    assert value(root, "max_rpcs_in_flight") == "8"  # the default, restored
+    assert value(root, "max_rpcs_in_flight", OSC2) == "8"
+    assert value(root, "max_pages_per_rpc") == "1024"
+    assert not (state_dir / "originals.json").exists()
+
+
+def test_apply_many_goes_on_when_a_device_vanishes_after_planning(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_save_planned = Actuator._save_planned
+    gone = param_path(root, "osc", OSC, "max_rpcs_in_flight")
+    assert gone is not None
+
+    def unmount_then_save(self: Actuator, kind: str, plans: Any) -> str | None:
+        gone.unlink()  # OSC's file disappears between the plan and the save
+        return real_save_planned(self, kind, plans)
+
+    monkeypatch.setattr(Actuator, "_save_planned", unmount_then_save)
+    with Actuator(root, state_dir) as act:
+        results = act.apply_many({OSC: {"max_rpcs_in_flight": 16}, OSC2: {"max_rpcs_in_flight": 32}})
+        assert isinstance(results[OSC], WriteError)
+        assert "no such parameter file" in str(results[OSC])
+        assert results[OSC2] == {"max_rpcs_in_flight": 32}
+        assert set(originals_json(state_dir)["originals"]) == {
+            f"osc.{OSC2}.max_rpcs_in_flight",
+            f"osc.{OSC2}.max_dirty_mb",
+        }
+    assert value(root, "max_rpcs_in_flight", OSC2) == "8"
+
+
+def test_apply_many_writes_nothing_when_the_originals_cannot_be_saved(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(path: Path, data: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with Actuator(root, state_dir) as act:
+        monkeypatch.setattr(state_module, "write_json_atomically", full_disk)
+        results = act.apply_many({OSC: {"max_rpcs_in_flight": 16}, OSC2: {"max_pages_per_rpc": 64}})
+        for device, param, old in ((OSC, "max_rpcs_in_flight", 8), (OSC2, "max_pages_per_rpc", 1024)):
+            err = results[device]
+            assert isinstance(err, WriteError)
+            assert "cannot save the original values" in str(err)
+            assert err.in_force == {param: old}
+        monkeypatch.undo()
+    assert value(root, "max_rpcs_in_flight") == "8"
+    assert value(root, "max_pages_per_rpc", OSC2) == "1024"
 
 
 # ---- the allow-list and the ranges -----------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Lifecycle: use a backend as a context manager.  ``__enter__`` prepares it (the Lustre backend
 takes the node's agent lock and restores what a crashed agent left changed); inside, the agent
-alternates :meth:`Backend.probe` and :meth:`Backend.apply` on :attr:`Backend.clock`;
+alternates :meth:`Backend.probe_table` and :meth:`Backend.apply_all` on :attr:`Backend.clock`;
 ``__exit__`` (normal exit, exception, or a signal turned into a normal exit) puts every changed
 parameter back to its original value.  ``__exit__`` must be safe to call after a failed
 ``__enter__`` and more than once.
@@ -15,9 +15,11 @@ from Lustre's own text by :mod:`pfstune.lustre.parse`, or the same numbers packe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from types import TracebackType
 
 from pfstune.clock import Clock
+from pfstune.lustre.limits import ActuatorError
 from pfstune.lustre.table import ProbeTable
 from pfstune.lustre.types import Snapshot
 from pfstune.tuners._base import Config
@@ -62,6 +64,21 @@ class Backend(ABC):
         Raises :class:`pfstune.lustre.actuator.ActuatorError` for a value that was refused or
         did not stick; the agent logs it and goes on.
         """
+
+    def apply_all(self, configs: Mapping[str, Config]) -> dict[str, Config | ActuatorError]:
+        """:meth:`apply` on every OSC of ``configs``, as one tick does: per OSC, what is now in force,
+        or the :class:`~pfstune.lustre.limits.ActuatorError` that :meth:`apply` raised.
+
+        The default calls :meth:`apply` once per OSC; a backend that can share work between
+        OSCs overrides it (the Lustre backend saves every original of the tick in one write).
+        """
+        results: dict[str, Config | ActuatorError] = {}
+        for osc, config in configs.items():
+            try:
+                results[osc] = self.apply(osc, config)
+            except ActuatorError as err:
+                results[osc] = err
+        return results
 
     def left_alone(self) -> frozenset[str]:
         """OSCs the backend will not write any more (someone else changed their values); default none."""

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from pfstune.backends._base import Backend
 from pfstune.clock import RealClock
 from pfstune.errors import UserError
 from pfstune.lustre.actuator import Actuator
-from pfstune.lustre.limits import rule
+from pfstune.lustre.limits import ActuatorError, rule
 from pfstune.lustre.snapshot import MINIMAL_FILES, Prober
 from pfstune.lustre.state import DEFAULT_STATE_DIR
 from pfstune.lustre.table import ProbeTable
@@ -77,6 +78,11 @@ class LustreBackend(Backend):
     def apply(self, osc: str, config: Config) -> Config:
         """Write the changed values through the actuator; return what is now in force."""
         return dict(self.actuator.apply(osc, config))
+
+    def apply_all(self, configs: Mapping[str, Config]) -> dict[str, Config | ActuatorError]:
+        """Write every OSC's changes, with the originals of all of them saved in one write first."""
+        results = self.actuator.apply_many(configs)
+        return {osc: r if isinstance(r, ActuatorError) else dict(r) for osc, r in results.items()}
 
     def left_alone(self) -> frozenset[str]:
         """The OSCs whose tuned values someone else changed (the actuator no longer writes them)."""

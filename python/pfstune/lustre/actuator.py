@@ -50,7 +50,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
@@ -91,6 +91,15 @@ __all__ = [
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 _BRW_SIZE = re.compile(r"^\s*max_brw_size:\s*(\d+)\s*$", re.MULTILINE)
 _GRANT_BLOCK = re.compile(r"^\s*grant_block_size:\s*(\d+)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What :meth:`Actuator.apply` will do on one device: the values now, the targets, what changes."""
+
+    current: dict[str, int]
+    targets: dict[str, int]
+    changes: list[str]  # in write order; empty when nothing changes or the device is left alone
 
 
 class ActuatorPermissionError(UserError):
@@ -300,40 +309,54 @@ class Actuator:
         In a dry run each change is printed once as ``lctl set_param kind.device.param=value``
         and the returned values are the ones that would be in force.
         """
+        result = self.apply_many({device: values}, kind)[device]
+        if isinstance(result, ActuatorError):
+            raise result
+        return result
+
+    def apply_many(
+        self, requests: Mapping[str, Mapping[str, int]], kind: str = "osc"
+    ) -> dict[str, dict[str, int] | ActuatorError]:
+        """:meth:`apply` on several devices, with one write of ``originals.json`` for all of them.
+
+        The agent changes many OSCs per tick, and the originals file is rewritten (and synced)
+        whenever it gains entries: one save per device would make a node's first tick quadratic
+        in its OSCs.  Here every device is validated and planned first, the originals of all
+        the planned changes are saved at once, and then the devices are written one by one.
+
+        Returns, per device, what :meth:`apply` would return, or the :class:`ActuatorError` it
+        would raise (a device's error does not stop the others).  :class:`ActuatorPermissionError`
+        is raised: without permission nothing can be written.
+        """
         self._check_active()
-        self._check_device(kind, device)
-        rules = {name: rule(kind, name) for name in values}
-        if not rules:
-            return {}
-        base = self.device_context(device, kind, list(rules))
-        targets = {name: rules[name].normalise(value, base, device) for name, value in values.items()}
-        # Bounds set by another parameter are checked against the value it will have after this apply.
-        ctx = replace(base, values={**base.values, **targets})
-        for name, value in values.items():
-            rules[name].validate(value, ctx, device)
-        current = {name: self._value(kind, device, name) for name in rules}
-        if (kind, device) in self._hands_off or self._changed_outside(kind, device, current):
-            return current
-        changes = [name for name in write_order(kind, rules) if current[name] != targets[name]]
-        if self.dry_run:
-            for name in changes:
-                self._dry_write(kind, device, name, targets[name])
-            return {name: self._value(kind, device, name) for name in rules}
-        in_force = dict(current)
-        failures: dict[str, str] = {}
-        for name in changes:
+        results: dict[str, dict[str, int] | ActuatorError] = {}
+        plans: dict[str, _Plan] = {}
+        for device, values in requests.items():
             try:
-                in_force[name] = self._write_verified(kind, device, name, targets[name])
-            except WriteError as err:
-                failures.update(err.failures)
-                in_force[name] = err.in_force.get(name, current[name])
-            except LimitError:
-                raise
-            except ActuatorError as err:  # the file vanished or became unreadable since validation
-                failures[name] = str(err)
-        if failures:
-            raise WriteError("; ".join(failures[name] for name in write_order(kind, failures)), in_force, failures)
-        return in_force
+                plan = self._plan(kind, device, values)
+            except ActuatorError as err:
+                results[device] = err
+                continue
+            if plan.changes:
+                plans[device] = plan
+            else:
+                results[device] = dict(plan.current)
+        if self.dry_run:
+            for device, plan in plans.items():
+                for name in plan.changes:
+                    self._dry_write(kind, device, name, plan.targets[name])
+                results[device] = {name: self._value(kind, device, name) for name in plan.current}
+            return {device: results[device] for device in requests}
+        unsaved = self._save_planned(kind, plans)
+        for device, plan in plans.items():
+            if unsaved is not None:
+                results[device] = WriteError(unsaved, dict(plan.current), dict.fromkeys(plan.changes, unsaved))
+                continue
+            try:
+                results[device] = self._execute(kind, device, plan)
+            except ActuatorError as err:
+                results[device] = err
+        return {device: results[device] for device in requests}
 
     def restore(self) -> dict[str, str]:
         """Write every saved original back and remove ``originals.json``; return {lctl name: why} for failures.
@@ -466,8 +489,71 @@ class Actuator:
                 self._virtual[lctl_name(kind, device, "max_dirty_mb")] = after
                 self.log.info("dry run: the kernel would change %s.max_dirty_mb from %d to %d", device, dirty, after)
 
+    def _plan(self, kind: str, device: str, values: Mapping[str, int]) -> _Plan:
+        """Validate ``values`` for ``device`` (LimitError: nothing to write) and list what must change."""
+        self._check_device(kind, device)
+        rules = {name: rule(kind, name) for name in values}
+        if not rules:
+            return _Plan({}, {}, [])
+        base = self.device_context(device, kind, list(rules))
+        targets = {name: rules[name].normalise(value, base, device) for name, value in values.items()}
+        # Bounds set by another parameter are checked against the value it will have after this apply.
+        ctx = replace(base, values={**base.values, **targets})
+        for name, value in values.items():
+            rules[name].validate(value, ctx, device)
+        current = {name: self._value(kind, device, name) for name in rules}
+        if (kind, device) in self._hands_off or self._changed_outside(kind, device, current):
+            return _Plan(current, targets, [])
+        changes = [name for name in write_order(kind, rules) if current[name] != targets[name]]
+        return _Plan(current, targets, changes)
+
+    def _save_planned(self, kind: str, plans: Mapping[str, _Plan]) -> str | None:
+        """Save the originals of every planned change in one write; None, or why they could not be saved."""
+        assert self._originals is not None
+        entries: dict[str, Original] = {}
+        for device, plan in plans.items():
+            for param in plan.changes:
+                name = lctl_name(kind, device, param)
+                if name in self._originals:
+                    continue
+                try:
+                    path = self._path(kind, device, param)
+                    text = self._read(path).strip()
+                except (ActuatorError, OSError):
+                    continue  # gone since planning: _write_verified finds out and reports it for this device alone
+                entries.update(self._original_entries(kind, device, param, path, text))
+        try:
+            self._store_originals(entries)
+        except OSError as err:
+            reason = f"not writing: cannot save the original values to {self._originals.path}: {err}"
+            self.log.error("%s", reason)
+            return reason
+        return None
+
+    def _execute(self, kind: str, device: str, plan: _Plan) -> dict[str, int]:
+        """Write one device's planned changes (verified); what is in force, or WriteError."""
+        in_force = dict(plan.current)
+        failures: dict[str, str] = {}
+        for name in plan.changes:
+            try:
+                in_force[name] = self._write_verified(kind, device, name, plan.targets[name])
+            except WriteError as err:
+                failures.update(err.failures)
+                in_force[name] = err.in_force.get(name, plan.current[name])
+            except LimitError:
+                raise
+            except ActuatorError as err:  # the file vanished or became unreadable since validation
+                failures[name] = str(err)
+        if failures:
+            raise WriteError("; ".join(failures[name] for name in write_order(kind, failures)), in_force, failures)
+        return in_force
+
     def _save_originals(self, kind: str, device: str, param: str, path: Path, text: str) -> None:
         """Record the originals of ``param`` and of what the kernel may change with it, on disk, before writing."""
+        self._store_originals(self._original_entries(kind, device, param, path, text))
+
+    def _original_entries(self, kind: str, device: str, param: str, path: Path, text: str) -> dict[str, Original]:
+        """The originals to save before writing ``param``: its own (``text``) and those of its couples."""
         assert self._originals is not None
         entries = {lctl_name(kind, device, param): Original(str(path), text)}
         for coupled in rule(kind, param).couples:
@@ -479,6 +565,11 @@ class Actuator:
                 entries[name] = Original(str(coupled_path), self._read(coupled_path).strip())
             except OSError as err:
                 self.log.warning("cannot read %s to save it: %s", name, err)
+        return entries
+
+    def _store_originals(self, entries: Mapping[str, Original]) -> None:
+        """Add the entries not yet saved to ``originals.json`` (one synced write, none if all are saved)."""
+        assert self._originals is not None
         try:
             self._originals.save(entries)
         except PermissionError as err:

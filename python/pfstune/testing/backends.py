@@ -4,7 +4,8 @@
 interface's contract: a probe is a snapshot of client OSCs with their tuned parameters as ints
 and parsed statistics; bounds cover the tuned parameters; an in-bounds write is in force at the
 next probe; an out-of-bounds or not-allow-listed write raises ActuatorError and changes nothing;
-closing restores every original value, and closing twice is harmless; the probe as a table (what
+``apply_all`` does what ``apply`` does on each OSC and keeps one OSC's refusal from the
+others; closing restores every original value, and closing twice is harmless; the probe as a table (what
 the agent reads) holds the numbers of the probe's snapshot; the backend's own writes never make
 it leave an OSC alone.  ``advance(backend)``
 lets time pass between probes (sleep on a real tree, run the simulation on the sim backend).
@@ -37,6 +38,7 @@ def check_backend(factory: Callable[[], Backend], advance: Callable[[Backend], N
     check_probe_table(factory)
     check_apply_and_restore(factory, advance)
     check_refusals(factory)
+    check_apply_all(factory, advance)
 
 
 def check_probe_shape(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
@@ -127,3 +129,31 @@ def check_refusals(factory: Callable[[], Backend]) -> None:
         else:
             raise AssertionError("a parameter outside the allow-list was accepted")
         assert _configs(backend) == before, "a refused write changed something"
+
+
+def check_apply_all(factory: Callable[[], Backend], advance: Callable[[Backend], None]) -> None:
+    """``apply_all`` writes each OSC's configuration as ``apply`` would, returns a refusal as that
+    OSC's result without stopping the others, and close() restores them all."""
+    backend = factory()
+    with backend:
+        originals = _configs(backend)
+        names = sorted(originals)
+        requests: dict[str, Config] = {}
+        for name in names:
+            low, high = backend.bounds(name)["max_rpcs_in_flight"]
+            requests[name] = {"max_rpcs_in_flight": low if originals[name]["max_rpcs_in_flight"] != low else high}
+        bad = names[0]  # with one OSC only the refusal is checked
+        requests[bad] = {"max_rpcs_in_flight": backend.bounds(bad)["max_rpcs_in_flight"][1] + 1}
+        results = backend.apply_all(requests)
+        assert set(results) == set(requests), f"apply_all answered for {sorted(results)}, not {sorted(requests)}"
+        assert isinstance(results[bad], ActuatorError), f"an out-of-bounds value gave {results[bad]!r}"
+        advance(backend)
+        now = _configs(backend)
+        assert now[bad] == originals[bad], "a refused apply_all request changed its OSC"
+        for name in names[1:]:
+            result = results[name]
+            assert not isinstance(result, ActuatorError), f"{name}: {result}"
+            target = requests[name]["max_rpcs_in_flight"]
+            assert result["max_rpcs_in_flight"] == target, f"{name}: apply_all returned {result}, wanted {target}"
+            assert now[name]["max_rpcs_in_flight"] == target, f"{name}: the write is not in force at the next probe"
+    assert _configs(backend) == originals, "close() after apply_all did not restore every original"
