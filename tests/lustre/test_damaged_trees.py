@@ -123,3 +123,28 @@ def test_files_that_are_not_lustres_are_left_out_not_read_forever(
         assert f"{endless}: not a regular file; left out" in warned
     assert "rpc_stats" not in snapshot["osc"][devices[1].name]
     assert "rpc_stats" in snapshot["osc"][devices[0].name]  # what is left of a device is read
+
+
+def test_a_device_directory_that_cannot_be_listed_costs_only_that_device(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A device directory replaced by a link to itself (ELOOP): that device's files are left out,
+    with one warning that says so, and every other device is read."""
+    root = tmp_path / "client"
+    shutil.copytree(FIXTURE, root)
+    osc = root / "proc" / "fs" / "lustre" / "osc"
+    devices = sorted(p for p in osc.iterdir() if p.is_dir() and "-osc-ffff" in p.name)
+    looped = devices[0]
+    shutil.rmtree(looped)
+    looped.symlink_to(looped.name)
+    with caplog.at_level(logging.WARNING, logger="pfstune.lustre"):
+        table = Prober(root, files=MINIMAL_FILES).probe_table(1.0)
+        snapshot = Prober(root).probe(1.0)
+    assert f"{looped}: cannot list" in caplog.text
+    assert "its files are left out" in caplog.text
+    assert "rpc_stats" not in snapshot["osc"].get(looped.name, {})
+    for device in devices[1:]:
+        assert "rpc_stats" in snapshot["osc"][device.name]
+        assert snapshot["osc"][device.name]["tunables"]["max_rpcs_in_flight"] == 8
+    readable = [name for name, tunables in zip(table.oscs, table.tunables, strict=True) if tunables]
+    assert sorted(readable) == sorted(d.name for d in devices[1:])

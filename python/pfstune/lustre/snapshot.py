@@ -323,7 +323,10 @@ class Prober:
                 continue
             except OSError as err:
                 # One warning per tree, not per device: 1,000 OSCs would otherwise give 1,000 lines.
-                message = f"{directory}: cannot list ({err.strerror}); files of {base}/{kind}/* are left out"
+                message = (
+                    f"{directory}: cannot list ({err.strerror}); its files are left out "
+                    f"(other devices under {base}/{kind} that cannot be listed are not named)"
+                )
                 self._warn(f"{base}/{kind}", "list", message)
                 self._list_failures.add(f"{base}/{kind}")
                 continue
