@@ -136,6 +136,9 @@ def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     damaged.to_parquet(bad)
     assert main(["replay", str(bad), "--tuner", "default"]) == 2
     assert "column cur_grant_bytes holds values that are not numbers" in capsys.readouterr().err
+    bad.write_text("workload,osc\nseq_r,OST0000\n")  # a CSV named .parquet: the words train and eval use
+    assert main(["replay", str(bad), "--tuner", "default"]) == 2
+    assert f"{bad}: not a readable Parquet file (" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("tuner", ["bandit", "bayesopt"])

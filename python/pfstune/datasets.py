@@ -158,13 +158,19 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _read_parquet(path: Path) -> pd.DataFrame:
+def parquet_columns(path: str | Path) -> list[str]:
+    """The column names of a Parquet file; UserError, in the same words for every command, if it is not one."""
     import pyarrow.parquet as pq
 
     try:
-        names = pq.read_schema(path).names
+        names: list[str] = pq.read_schema(path).names
     except Exception as err:  # pyarrow raises several types for a file that is not Parquet
         raise UserError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None
+    return names
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    names = parquet_columns(path)
     wanted = {*RAW_COLUMNS, *FEATURE_COLUMNS, *META_COLUMNS, *_ALIASES.values(), "client"}
     columns = [name for name in names if name in wanted]
     frame: pd.DataFrame = pd.read_parquet(path, columns=columns)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pfstune.datasets import not_numbers
+from pfstune.datasets import not_numbers, parquet_columns
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
 from pfstune.tuners._base import Context, Tuner
@@ -89,10 +89,11 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
     for path in paths:
         if not os.path.exists(path):
             raise UserError(f"{path}: no such file or directory")
+        parquet_columns(path)  # a file that is not Parquet: the loaders' one-line error
         try:
             frame = pd.read_parquet(path)
-        except (OSError, ValueError) as err:
-            raise UserError(f"{path}: cannot read as Parquet: {err}") from None
+        except (OSError, ValueError) as err:  # damaged beyond its footer
+            raise UserError(f"{path}: not a readable Parquet file ({type(err).__name__}: {err})") from None
         missing = [c for c in [*SERIES, "observation_no", *RAW_COLUMNS] if c not in frame]
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
