@@ -54,6 +54,37 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def test_an_oscs_series_go_away_with_it() -> None:
+    """A remount renames every OSC: the old names' series must not stay at their last values."""
+    from prometheus_client import generate_latest
+
+    from pfstune.agent import TickReport
+
+    exporter = Exporter()
+    old, new = "fs-OST0000-osc-ffff000000000001", "fs-OST0000-osc-ffff000000000002"
+    config = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 16}
+    exporter(
+        TickReport(
+            time=1.0,
+            changes={old: {"max_rpcs_in_flight": 16}},
+            mbps={old: 812.5},
+            configs={old: config},
+            left_alone=frozenset({old}),
+        )
+    )
+    text = generate_latest(exporter.registry).decode()
+    assert text.count(f'osc="{old}"') == 6  # two tunables, throughput, decisions (_total, _created), left alone
+    exporter(TickReport(time=1.5, configs={old: config, new: config}))  # no throughput this interval
+    text = generate_latest(exporter.registry).decode()
+    assert f'pfstune_osc_throughput_mbps{{osc="{old}"}}' not in text
+    assert f'pfstune_osc_tunable{{osc="{new}",param="max_rpcs_in_flight"}} 16.0' in text
+    exporter(TickReport(time=2.0, mbps={new: 100.0}, configs={new: config}))
+    text = generate_latest(exporter.registry).decode()
+    assert f'osc="{old}"' not in text
+    assert f'pfstune_osc_throughput_mbps{{osc="{new}"}} 100.0' in text
+    assert text.count(f'osc="{new}"') == 3
+
+
 def test_exporter_serves_the_agent_metrics_on_localhost() -> None:
     from pfstune.agent import TickReport
 

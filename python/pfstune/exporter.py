@@ -11,6 +11,11 @@ Metrics, refreshed after every tick:
 - ``pfstune_tick_seconds``: wall time of a tick (summary: count and sum);
 - ``pfstune_last_tick_timestamp_seconds``: Unix time of the last tick (staleness alarms).
 
+An OSC's series go away with it: when a tick no longer reads an OSC (unmounted, or its files
+unreadable), its series are removed rather than left at their last values.  A remount gives
+each OSC a new instance name, so stale series would also pile up over a node's uptime.  An
+interval without a throughput figure (the OSC's first probe) removes its throughput series.
+
 A private registry keeps the default process collectors out unless asked for, and lets tests
 run several exporters in one process.
 """
@@ -54,6 +59,10 @@ class Exporter:
         self.last_tick = Gauge(
             "pfstune_last_tick_timestamp_seconds", "Unix time of the last tick", registry=self.registry
         )
+        self._params: dict[str, set[str]] = {}  # osc -> the params of its tunable series
+        self._with_throughput: set[str] = set()
+        self._with_decisions: set[str] = set()
+        self._marked_left_alone: set[str] = set()
 
     def serve(self, port: int, address: str = "127.0.0.1") -> None:
         """Serve ``/metrics`` on ``address:port`` from a background thread."""
@@ -61,16 +70,38 @@ class Exporter:
 
     def __call__(self, report: TickReport) -> None:
         """Record one tick."""
+        for osc in set(self._params) - set(report.configs):
+            self._forget(osc)
         for osc, config in report.configs.items():
             for param, value in config.items():
                 self.tunable.labels(osc=osc, param=param).set(value)
+            self._params.setdefault(osc, set()).update(config)
+        for osc in self._with_throughput - set(report.mbps):
+            self.throughput.remove(osc)
         for osc, mbps in report.mbps.items():
             self.throughput.labels(osc=osc).set(mbps)
+        self._with_throughput = set(report.mbps)
         for osc in report.changes:
             self.decisions.labels(osc=osc).inc()
+            self._with_decisions.add(osc)
         for osc in report.left_alone:
             self.left_alone.labels(osc=osc).set(1)
+            self._marked_left_alone.add(osc)
         if report.errors:
             self.errors.inc(report.errors)
         self.tick_seconds.observe(report.seconds)
         self.last_tick.set(time.time())
+
+    def _forget(self, osc: str) -> None:
+        """Remove every series of an OSC the agent no longer reads."""
+        for param in self._params.pop(osc):
+            self.tunable.remove(osc, param)
+        if osc in self._with_throughput:
+            self._with_throughput.discard(osc)
+            self.throughput.remove(osc)
+        if osc in self._with_decisions:
+            self._with_decisions.discard(osc)
+            self.decisions.remove(osc)
+        if osc in self._marked_left_alone:
+            self._marked_left_alone.discard(osc)
+            self.left_alone.remove(osc)
