@@ -29,3 +29,10 @@ def test_overhead_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(result) >= {"probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms", "per_osc_ms"}
     assert main(["overhead", "--oscs", "0"]) == 2
     assert "--oscs 0" in capsys.readouterr().err
+
+
+def test_the_first_tick_with_writes_is_reported_apart() -> None:
+    """The random tuner writes every OSC at the first tick, after saving every original."""
+    result = measure(4, tuner="random", repeat=1)
+    assert result["first_writes"] >= 4  # at least one parameter per OSC
+    assert 0 < result["first_apply_ms"] <= result["first_tick_ms"]
