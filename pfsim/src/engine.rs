@@ -1151,9 +1151,46 @@ impl Sim {
             Some(n) => p0 + 8 >= n && p0 <= n + 8,
             None => false,
         };
+        let (pos, count) = (op.offset, op.len.max(1));
         let mut not_consecutive = false;
+        // ras_detect_read_pattern: a read that is not sequential may continue a stride (the
+        // same gap after the same bytes, twice in a row), which keeps the window
+        let mut stride_detect = false;
+        if !sequential {
+            if ras.in_stride_window(pos, count) {
+                ras.consecutive = 0;
+                ras.stride_requests += 1;
+                stride_detect = ras.stride_mode();
+            } else {
+                if ras.stride_requests == 0 {
+                    ras.init_stride(pos);
+                } else {
+                    ras.reset_stride();
+                }
+                ras.consecutive = 0;
+                ras.window = 0;
+                ras.ra_next = 0;
+            }
+            ras.consecutive_bytes = 0;
+            if ras.next_page.is_some() {
+                not_consecutive = true;
+            }
+        } else if ras.stride_mode() && !ras.in_stride_window(pos, count) {
+            ras.reset_stride();
+            ras.window = 0;
+            ras.ra_next = p0;
+        }
+        ras.consecutive_bytes += count;
+        ras.last_end = pos + count - 1;
+        let stride = ras.stride_mode();
         if sequential {
             ras.consecutive += 1;
+        }
+        if stride && (stride_detect || sequential) {
+            // ras_stride_increase_window: one RPC's worth more of the stride's data, the
+            // window counted from the read's first page
+            ras.stride_increase_window(p0, rpc_pages * PAGE, per_file, PAGE);
+        } else if sequential {
             if ras.consecutive >= 1 {
                 let grown = (ras.window + rpc_pages.max(npages)).min(per_file);
                 ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
@@ -1161,20 +1198,19 @@ impl Sim {
             if ras.reads >= 1 && fsize_pages <= whole {
                 ras.window = fsize_pages;
             }
-        } else {
-            if ras.next_page.is_some() {
-                not_consecutive = true;
-            }
-            ras.consecutive = 0;
-            ras.window = 0;
-            ras.ra_next = 0;
         }
         ras.reads += 1;
         ras.next_page = Some(p1 + 1);
         let window = ras.window;
-        let ra_from = ras.ra_next.max(p1 + 1);
-        // the window ends on an RPC boundary so read-ahead forms whole RPCs
-        let ra_to = ((p1 + window + 1) / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
+        // the window ends on an RPC boundary so read-ahead forms whole RPCs; in stride mode it
+        // counts from the read's first page and starts no earlier than the stride
+        let (ra_from, window_end) = if stride {
+            (ras.ra_next.max(p1 + 1).max(ras.stride_offset / PAGE), p0 + window)
+        } else {
+            (ras.ra_next.max(p1 + 1), p1 + 1 + window)
+        };
+        let ra_to = (window_end / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
+        let stride_runs = stride.then(|| ras.clone());
         if not_consecutive {
             self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
         }
@@ -1220,7 +1256,12 @@ impl Sim {
         // read-ahead beyond the read, bounded by the global budget (ll_ra_count_get)
         let mut ra_runs: Vec<(u64, u64)> = Vec::new();
         if window > 0 && ra_from <= ra_to {
-            let want = ra_to - ra_from + 1;
+            // in stride mode only the stride's runs are read ahead (ll_read_ahead_pages)
+            let runs = match &stride_runs {
+                Some(ras) => stride_runs_within(ras, ra_from, ra_to),
+                None => vec![(ra_from, ra_to)],
+            };
+            let want: u64 = runs.iter().map(|(s, e)| e - s + 1).sum();
             let cl = &self.clients[client];
             let left = cl.ra_max_pages.saturating_sub(cl.ra_inflight_pages);
             let grant = left.min(want);
@@ -1228,9 +1269,9 @@ impl Sim {
                 self.clients[client].ra_stats.add_n(RaCtr::HitMaxReadaheadIssue, 1);
             }
             if grant > 0 && grant >= want.min(16384) {
-                let to = ra_from + grant - 1;
+                let (granted, to) = take_pages(&runs, grant);
                 let f = &self.files[file];
-                for (s, e) in f.cache[client].gaps(ra_from, to) {
+                for (s, e) in granted.into_iter().flat_map(|(s, e)| f.cache[client].gaps(s, e)) {
                     let mut q = s;
                     for (rs, re, _) in overlapping(&f.reading[client], s, e) {
                         if rs > q {
@@ -2005,6 +2046,50 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
 }
 
 /// Put in `out` the extents of `oc` touching pages [first-1, last+1], in page order (copies).
+/// The runs of pages of a stride within pages [from, to] (read-ahead in stride mode skips the gaps).
+fn stride_runs_within(ras: &Readahead, from: u64, to: u64) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    let mut p = from;
+    while p <= to {
+        let pos = p * PAGE;
+        if pos < ras.stride_offset && !ras.page_in_stride(p, PAGE) {
+            p = ras.stride_offset / PAGE;
+            continue;
+        }
+        let offset = pos.saturating_sub(ras.stride_offset) % ras.stride_length;
+        let next = if ras.page_in_stride(p, PAGE) {
+            // to the last page holding a byte of this run (or the page of the next run's start)
+            let run_end = (pos - offset + ras.stride_bytes).div_ceil(PAGE).max(p + 1);
+            let last = (run_end - 1).min(to);
+            match runs.last_mut() {
+                Some((_, e)) if *e + 1 == p => *e = last,
+                _ => runs.push((p, last)),
+            }
+            last + 1
+        } else {
+            (pos + ras.stride_length - offset) / PAGE // the page where the next run starts
+        };
+        p = next.max(p + 1);
+    }
+    runs
+}
+
+/// The first `pages` pages of `runs`, and the last page taken.
+fn take_pages(runs: &[(u64, u64)], mut pages: u64) -> (Vec<(u64, u64)>, u64) {
+    let mut out = Vec::new();
+    let mut last = 0;
+    for &(s, e) in runs {
+        if pages == 0 {
+            break;
+        }
+        let end = e.min(s + pages - 1);
+        out.push((s, end));
+        pages -= end - s + 1;
+        last = end;
+    }
+    (out, last)
+}
+
 fn neighbours(out: &mut Vec<(u64, Extent)>, oc: Option<&ObjectCache>, first: u64, last: u64) {
     out.clear();
     let Some(oc) = oc else { return };

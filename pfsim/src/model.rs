@@ -247,9 +247,118 @@ pub struct Osc {
 pub struct Readahead {
     pub next_page: Option<u64>,
     pub consecutive: u32,
+    /// Confirmations of the stride (`ras_consecutive_stride_requests`); stride mode above 1.
+    pub stride_requests: u32,
     pub window: u64,
     pub ra_next: u64,
     pub reads: u64,
+    /// Byte offset of the last byte read (`ras_last_read_end_bytes`).
+    pub last_end: u64,
+    /// Bytes read since the last non-sequential read (`ras_consecutive_bytes`).
+    pub consecutive_bytes: u64,
+    /// The stride: where it was seen first, its period, and the bytes read per period.
+    pub stride_offset: u64,
+    pub stride_length: u64,
+    pub stride_bytes: u64,
+}
+
+impl Readahead {
+    /// Stride mode (`stride_io_mode`): the same gap and read size seen twice in a row.
+    pub fn stride_mode(&self) -> bool {
+        self.stride_requests > 1
+    }
+
+    /// `read_in_stride_window`: whether a read of `count` bytes at `pos` continues the stride.
+    pub fn in_stride_window(&self, pos: u64, count: u64) -> bool {
+        if self.stride_length == 0 || self.stride_bytes == 0 || self.stride_bytes == self.stride_length {
+            return false;
+        }
+        let gap = pos as i128 - self.last_end as i128 - 1;
+        if gap == 0 {
+            return self.consecutive_bytes + count <= self.stride_bytes;
+        }
+        (self.stride_length - self.stride_bytes) as i128 == gap
+            && self.consecutive_bytes == self.stride_bytes
+            && count <= self.stride_bytes
+    }
+
+    /// `ras_init_stride_detector`: take the gap before `pos` and the bytes read before it as a
+    /// candidate stride.
+    pub fn init_stride(&mut self, pos: u64) {
+        if pos <= self.last_end {
+            self.reset_stride();
+            return;
+        }
+        self.stride_bytes = self.consecutive_bytes;
+        self.stride_length = pos - self.last_end - 1 + self.consecutive_bytes;
+        self.stride_requests += 1;
+        self.stride_offset = pos;
+    }
+
+    /// `ras_stride_reset`.
+    pub fn reset_stride(&mut self) {
+        self.stride_requests = 0;
+        self.stride_length = 0;
+        self.stride_bytes = 0;
+    }
+
+    /// `stride_byte_count`: the bytes of the stride's runs within [off, off + length).
+    pub fn stride_byte_count(&self, off: u64, length: u64) -> u64 {
+        let (st_off, st_len, st_bytes) = (self.stride_offset, self.stride_length, self.stride_bytes);
+        let start = off.saturating_sub(st_off);
+        let end = (off + length).saturating_sub(st_off);
+        if st_len == 0 || length == 0 || end == 0 {
+            return length;
+        }
+        let (start, start_left) = (start / st_len, start % st_len);
+        let start_left = st_bytes.saturating_sub(start_left);
+        let (end, end_left) = (end / st_len, (end % st_len).min(st_bytes));
+        if start == end {
+            end_left.saturating_sub(st_bytes - start_left)
+        } else {
+            start_left + st_bytes * (end - start - 1) + end_left
+        }
+    }
+
+    /// `ras_stride_increase_window`: grow the window (pages from `start_page`) so that it holds
+    /// `inc` more bytes of the stride's runs, unless that would put more than `max_pages` of
+    /// them in it.
+    pub fn stride_increase_window(&mut self, start_page: u64, mut inc: u64, max_pages: u64, page: u64) {
+        let end = (start_page + self.window) * page;
+        let covered = end.saturating_sub(self.stride_offset);
+        let left = covered % self.stride_length;
+        let mut window_bytes = self.window * page;
+        let mut done = false;
+        if left < self.stride_bytes {
+            if self.stride_bytes - left >= inc {
+                window_bytes += inc;
+                done = true;
+            } else {
+                window_bytes += self.stride_bytes - left;
+                inc -= self.stride_bytes - left;
+            }
+        } else {
+            window_bytes += self.stride_length - left;
+        }
+        if !done {
+            window_bytes += inc / self.stride_bytes * self.stride_length + inc % self.stride_bytes;
+        }
+        let pages = self.stride_byte_count(start_page * page, window_bytes).div_ceil(page);
+        if pages <= max_pages || self.window == 0 {
+            self.window = window_bytes / page;
+        }
+    }
+
+    /// Whether page `p` lies in one of the stride's runs (`ras_inside_ra_window`).
+    pub fn page_in_stride(&self, p: u64, page: u64) -> bool {
+        let pos = p * page;
+        if pos >= self.stride_offset {
+            let offset = (pos - self.stride_offset) % self.stride_length;
+            offset < self.stride_bytes || self.stride_length - offset < page
+        } else {
+            pos + page > self.stride_offset
+        }
+    }
 }
 
 /// One mounted file system on a client node (llite instance) and the node itself.
@@ -452,4 +561,80 @@ pub struct Rpc {
     pub extents: Vec<(u64, u64)>,
     /// Its pieces still on the OST's disk (one per contiguous run of its pages).
     pub disk_parts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Readahead;
+
+    const K: u64 = 1024;
+
+    /// Feed reads through the detector as `ras_detect_read_pattern` does; whether each one
+    /// leaves the state in stride mode.
+    fn detect(ras: &mut Readahead, reads: &[(u64, u64)]) -> Vec<bool> {
+        let mut modes = Vec::new();
+        for &(pos, count) in reads {
+            let sequential = ras.reads > 0 && pos.abs_diff(ras.last_end + 1) <= 8 * 4096;
+            if !sequential {
+                if ras.in_stride_window(pos, count) {
+                    ras.stride_requests += 1;
+                } else if ras.stride_requests == 0 {
+                    ras.init_stride(pos);
+                } else {
+                    ras.reset_stride();
+                }
+                ras.consecutive_bytes = 0;
+            }
+            ras.consecutive_bytes += count;
+            ras.last_end = pos + count - 1;
+            ras.reads += 1;
+            modes.push(ras.stride_mode());
+        }
+        modes
+    }
+
+    #[test]
+    fn a_stride_is_confirmed_by_the_fourth_read_and_lost_on_a_different_gap() {
+        let mut ras = Readahead::default();
+        let reads: Vec<(u64, u64)> = (0..6).map(|i| (1024 * K + i * 256 * K, 64 * K)).collect();
+        // 1st read: a gap from 0 with no bytes before it; 2nd: that candidate fails; 3rd: the
+        // candidate (gap 192 KiB after 64 KiB); 4th: confirmed
+        assert_eq!(detect(&mut ras, &reads), vec![false, false, false, true, true, true]);
+        assert_eq!((ras.stride_length, ras.stride_bytes), (256 * K, 64 * K));
+        assert!(!detect(&mut ras, &[(100 * 1024 * K, 64 * K)])[0]);
+    }
+
+    #[test]
+    fn stride_byte_count_counts_only_the_runs() {
+        let ras = Readahead {
+            stride_offset: 1024 * K,
+            stride_length: 256 * K,
+            stride_bytes: 64 * K,
+            ..Readahead::default()
+        };
+        // four periods from the first run's start: four runs
+        assert_eq!(ras.stride_byte_count(1024 * K, 1024 * K), 256 * K);
+        // from the middle of a run to the middle of the run three periods on
+        assert_eq!(ras.stride_byte_count(1056 * K, 768 * K), 32 * K + 2 * 64 * K + 32 * K);
+        assert!(ras.page_in_stride(1024 * K / 4096, 4096));
+        assert!(!ras.page_in_stride((1024 + 64) * K / 4096, 4096));
+        assert!(ras.page_in_stride((1024 + 256) * K / 4096, 4096));
+    }
+
+    #[test]
+    fn the_stride_window_grows_by_the_bytes_of_its_runs() {
+        let mut ras = Readahead {
+            stride_offset: 1024 * K,
+            stride_length: 256 * K,
+            stride_bytes: 64 * K,
+            ..Readahead::default()
+        };
+        // 1 MiB more of the stride's data from the start of a run: 16 periods
+        ras.stride_increase_window(1024 * K / 4096, 1024 * K, u64::MAX, 4096);
+        assert_eq!(ras.window * 4096, 15 * 256 * K + 64 * K);
+        // capped: a window holding more than `max_pages` of the runs does not grow
+        let before = ras.window;
+        ras.stride_increase_window(1024 * K / 4096, 1024 * K, 256, 4096);
+        assert_eq!(ras.window, before);
+    }
 }

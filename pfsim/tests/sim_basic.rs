@@ -2,7 +2,7 @@
 //! should, and what the applications move matches what the RPCs carry.
 
 mod common;
-use common::{scenario, Ior, Job, Scenario, GIB, MIB, SEC};
+use common::{osc_names, parse_rpc_stats, scenario, Ior, Job, Scenario, GIB, MIB, SEC};
 use pfsim::stats::LliteCtr;
 use pfsim::{Config, Sim, Totals};
 
@@ -317,4 +317,55 @@ fn files_that_overfill_an_ost_together_are_refused() {
     assert!(Sim::new(Config::from_json(&files(8)).unwrap()).is_ok());
     let err = refused(&files(9));
     assert!(err.starts_with("the scenario's files put 558.8 GiB on OST") && err.contains("cluster.ost_capacity"), "{err}");
+}
+
+/// One BDCATS-IO rank reading 64 KiB blocks every 256 KiB (h5bench's strided read). Lustre's
+/// read-ahead detects the stride after the same gap follows the same bytes twice
+/// (`ras_consecutive_stride_requests` > 1) and then reads ahead the blocks of the stride only.
+fn strided_reader(read_ahead_mb: &str) -> Sim {
+    let h5 = serde_json::json!({
+        "processes": 1, "particles": 1 << 20, "timesteps": 2, "compute_ns": 0,
+        "file_pattern": "contig", "read_option": "strided", "to_read": 0,
+        "stride": 1 << 16, "block": 1 << 14, "block_cnt": 16,
+    });
+    let json = Scenario::new()
+        .duration_ns(SEC)
+        .tunable("llite.max_read_ahead_mb", read_ahead_mb)
+        .job(Job::h5bench("h5bench.bdcats", h5))
+        .json();
+    Sim::new(Config::from_json(&json).unwrap()).unwrap()
+}
+
+/// The largest read RPC (pages) of client 0, over all its OSCs.
+fn largest_read_rpc(sim: &Sim) -> i64 {
+    let mut largest = 0;
+    for name in osc_names(sim, 0) {
+        let stats = parse_rpc_stats(&sim.get_param(0, &format!("osc.{name}.rpc_stats")).unwrap());
+        for row in stats.pages_per_rpc() {
+            if row.read > 0 {
+                largest = largest.max(row.label);
+            }
+        }
+    }
+    largest
+}
+
+#[test]
+fn strided_reads_are_read_ahead_by_their_stride_only() {
+    // 2 timesteps x 8 datasets x 16 blocks of 64 KiB
+    let total = 2 * 8 * 16 * 64 * 1024;
+    let mut with = strided_reader("1024");
+    let mut without = strided_reader("0");
+    with.run_until(50_000_000);
+    without.run_until(50_000_000);
+    let (a, b) = (with.totals(), without.totals());
+    assert!(a.app_read_bytes >= 4 * b.app_read_bytes, "with read-ahead {a:?}, without {b:?}");
+    // without read-ahead every RPC is one 16-page block; with it, one RPC carries several
+    assert_eq!(largest_read_rpc(&without), 16);
+    assert!(largest_read_rpc(&with) > 16);
+    // and never the gaps between the blocks: the OSCs carry exactly what the rank reads
+    with.run_until(SEC);
+    with.check_invariants().unwrap();
+    let t = with.totals();
+    assert_eq!((t.app_read_bytes, t.osc_read_bytes), (total, total));
 }

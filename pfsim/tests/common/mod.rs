@@ -52,6 +52,8 @@ pub struct Job {
     /// filebench: the files start in the page cache.
     pub cached: bool,
     pub ior: Option<Ior>,
+    /// h5bench parameters (`H5Config` as JSON), for `h5bench.vpic` and `h5bench.bdcats`.
+    pub h5bench: Option<Value>,
 }
 
 impl Job {
@@ -69,7 +71,14 @@ impl Job {
             fsync: false,
             cached: false,
             ior: None,
+            h5bench: None,
         }
+    }
+
+    /// An h5bench job (`workload`: `h5bench.vpic` or `h5bench.bdcats`) with `h5` as its
+    /// resolved parameters.
+    pub fn h5bench(workload: &str, h5: Value) -> Job {
+        Job { h5bench: Some(h5), ..Job::new(workload, 0) }
     }
 
     /// An IOR job: `processes` ranks, write phase then read phase.
@@ -126,6 +135,9 @@ impl Job {
             "fsync": self.fsync,
             "cached": self.cached,
         });
+        if let Some(h5) = &self.h5bench {
+            j["h5bench"] = h5.clone();
+        }
         if let Some(ior) = &self.ior {
             j["ior"] = json!({
                 "api": "POSIX",
