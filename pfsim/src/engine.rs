@@ -2045,7 +2045,6 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
     osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
 }
 
-/// Put in `out` the extents of `oc` touching pages [first-1, last+1], in page order (copies).
 /// The runs of pages of a stride within pages [from, to] (read-ahead in stride mode skips the gaps).
 fn stride_runs_within(ras: &Readahead, from: u64, to: u64) -> Vec<(u64, u64)> {
     let mut runs: Vec<(u64, u64)> = Vec::new();
@@ -2090,6 +2089,7 @@ fn take_pages(runs: &[(u64, u64)], mut pages: u64) -> (Vec<(u64, u64)>, u64) {
     (out, last)
 }
 
+/// Put in `out` the extents of `oc` touching pages [first-1, last+1], in page order (copies).
 fn neighbours(out: &mut Vec<(u64, Extent)>, oc: Option<&ObjectCache>, first: u64, last: u64) {
     out.clear();
     let Some(oc) = oc else { return };
