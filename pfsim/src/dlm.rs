@@ -181,6 +181,30 @@ impl Sim {
         true
     }
 
+    /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
+    /// `client` holds: read-ahead enqueues no lock, so it stops at the first page no lock of the
+    /// client covers (`ll_read_ahead_pages()`: `cl_io_read_ahead()` finds the lock over a page
+    /// and its end, and read-ahead ends there when no lock covers the next page).
+    pub(crate) fn under_own_locks(&self, client: u32, file: usize, runs: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        let f = &self.files[file];
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &(s, e) in runs {
+            let mut p = s;
+            while p <= e {
+                let (stripe, start) = f.map(p);
+                let found = f.locks[stripe].iter().find(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= start);
+                let Some(lock) = found else { return out };
+                let end = e.min(f.chunk_end(p)).min(p.saturating_add(lock.end - start)); // a lock may end at EOF (u64::MAX)
+                match out.last_mut() {
+                    Some((_, last)) if *last + 1 == p => *last = end,
+                    _ => out.push((p, end)),
+                }
+                p = end + 1;
+            }
+        }
+        out
+    }
+
     /// Grant queued requests in order; call back whatever stands in their way. Repeats while
     /// callbacks finish at once (holders with nothing dirty under the lock).
     pub(crate) fn process_lock_queue(&mut self) {

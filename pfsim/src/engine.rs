@@ -1261,6 +1261,7 @@ impl Sim {
                 Some(ras) => stride_runs_within(ras, ra_from, ra_to),
                 None => vec![(ra_from, ra_to)],
             };
+            let runs = self.under_own_locks(client as u32, file, &runs);
             let want: u64 = runs.iter().map(|(s, e)| e - s + 1).sum();
             let cl = &self.clients[client];
             let left = cl.ra_max_pages.saturating_sub(cl.ra_inflight_pages);

@@ -2,7 +2,7 @@
 //! clients makes them call back each other's locks, flush at high priority and cancel.
 
 mod common;
-use common::{Ior, Job, Scenario, GIB, MIB, SEC};
+use common::{parse_rpc_stats, Ior, Job, Scenario, GIB, MIB, SEC};
 use pfsim::stats::OscCtr;
 use pfsim::Sim;
 
@@ -80,4 +80,45 @@ fn ior_n1_writers_on_several_clients_all_make_progress() {
         let (enqueued, cancelled) = (counter(&sim, client, OscCtr::LdlmExtentEnqueue), counter(&sim, client, OscCtr::LdlmCancel));
         assert!(cancelled * 2 <= enqueued, "client {client} lost {cancelled} of its {enqueued} locks");
     }
+}
+
+/// Read-ahead enqueues no lock: a reader's read-ahead stops where the extent locks of its client
+/// end, and never reads pages another client holds locked (`ll_read_ahead_pages()` ends at the
+/// first page `cl_io_read_ahead()` finds no lock for).
+#[test]
+fn read_ahead_stays_under_the_readers_own_locks() {
+    // two ranks on two clients, one 64 MiB block each of a one-stripe file: each client's write
+    // lock ends where the other's begins, and each rank then reads its own block back
+    let block = 64 * MIB;
+    let ior = Ior { processes: 2, transfer: MIB, block, segments: 1, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
+    let mut sim = Scenario::new().clients(2).duration_ns(SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB)).build();
+    // the first repetition: both ranks write, then read back (its read phase ends near 0.5 s)
+    sim.run_until(SEC / 2);
+    assert!(sim.totals().app_read_bytes >= 2 * block, "{:?}", sim.totals());
+    // no read RPC of client 0 starts in rank 1's block (the offset histogram counts object pages)
+    let ost = sim.files[0].osts[0] as usize;
+    let name = &sim.oscs[sim.clients[0].oscs[ost] as usize].name;
+    let stats = parse_rpc_stats(&sim.get_param(0, &format!("osc.{name}.rpc_stats")).unwrap());
+    let beyond: u64 = stats.offset().iter().filter(|row| row.label as u64 >= block / 4096).map(|row| row.read).sum();
+    assert_eq!(beyond, 0, "{:?}", stats.offset());
+}
+
+/// A lone reader of a striped file holds one lock per object, grown to the end of the object:
+/// its read-ahead runs on across stripes (whole 1 MiB stripe chunks per RPC for 64 KiB reads).
+#[test]
+fn read_ahead_crosses_stripes_under_whole_object_locks() {
+    let mut sim = Scenario::new()
+        .duration_ns(SEC)
+        .job(Job::new("filebench.seqread", 64 * 1024).filesize(GIB).stripes(4, MIB))
+        .build();
+    sim.run_until(SEC / 2);
+    sim.check_invariants().unwrap();
+    let mut largest = 0;
+    for &o in &sim.clients[0].oscs {
+        let name = &sim.oscs[o as usize].name;
+        let stats = parse_rpc_stats(&sim.get_param(0, &format!("osc.{name}.rpc_stats")).unwrap());
+        largest = stats.pages_per_rpc().iter().filter(|row| row.read > 0).map(|row| row.label).max().unwrap_or(0).max(largest);
+    }
+    assert!(largest >= 256, "largest read RPC {largest} pages: no read-ahead across the stripes");
+    assert!(sim.totals().app_read_bytes > 64 * MIB, "{:?}", sim.totals());
 }
