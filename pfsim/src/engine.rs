@@ -2221,3 +2221,42 @@ fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{stride_runs_within, take_pages, PAGE};
+    use crate::model::Readahead;
+    use crate::rng::Rng;
+
+    /// The runs are exactly the pages `page_in_stride` accepts, merged, for strides aligned to
+    /// pages or not.
+    #[test]
+    fn stride_runs_are_the_pages_in_the_stride() {
+        for seed in 0..500u64 {
+            let mut rng = Rng::new(seed);
+            let bytes = 1 + rng.below(64 * 1024);
+            let length = bytes + 1 + rng.below(256 * 1024);
+            let ras = Readahead { stride_offset: rng.below(1 << 20), stride_length: length, stride_bytes: bytes, ..Readahead::default() };
+            let from = ras.stride_offset / PAGE + rng.below(64);
+            let to = from + rng.below(512);
+            let mut expected: Vec<(u64, u64)> = Vec::new();
+            for p in from..=to {
+                if ras.page_in_stride(p, PAGE) {
+                    match expected.last_mut() {
+                        Some((_, e)) if *e + 1 == p => *e = p,
+                        _ => expected.push((p, p)),
+                    }
+                }
+            }
+            assert_eq!(stride_runs_within(&ras, from, to), expected, "seed {seed}: {ras:?} [{from}, {to}]");
+        }
+    }
+
+    #[test]
+    fn take_pages_takes_the_first_pages_of_the_runs() {
+        let runs = [(10, 19), (30, 34), (50, 50)];
+        assert_eq!(take_pages(&runs, 12), (vec![(10, 19), (30, 31)], 31));
+        assert_eq!(take_pages(&runs, 100), (runs.to_vec(), 50));
+        assert_eq!(take_pages(&runs, 10), (vec![(10, 19)], 19));
+    }
+}
