@@ -2061,10 +2061,7 @@ fn stride_runs_within(ras: &Readahead, from: u64, to: u64) -> Vec<(u64, u64)> {
             // to the last page holding a byte of this run (or the page of the next run's start)
             let run_end = (pos - offset + ras.stride_bytes).div_ceil(PAGE).max(p + 1);
             let last = (run_end - 1).min(to);
-            match runs.last_mut() {
-                Some((_, e)) if *e + 1 == p => *e = last,
-                _ => runs.push((p, last)),
-            }
+            push_run(&mut runs, p, last);
             last + 1
         } else {
             (pos + ras.stride_length - offset) / PAGE // the page where the next run starts
@@ -2072,6 +2069,14 @@ fn stride_runs_within(ras: &Readahead, from: u64, to: u64) -> Vec<(u64, u64)> {
         p = next.max(p + 1);
     }
     runs
+}
+
+/// Append pages [s, e] to `runs` (in page order), joining them to the last run if they follow it.
+pub(crate) fn push_run(runs: &mut Vec<(u64, u64)>, s: u64, e: u64) {
+    match runs.last_mut() {
+        Some((_, last)) if *last + 1 == s => *last = e,
+        _ => runs.push((s, e)),
+    }
 }
 
 /// The first `pages` pages of `runs`, and the last page taken.
