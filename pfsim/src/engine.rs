@@ -1151,37 +1151,10 @@ impl Sim {
             Some(n) => p0 + 8 >= n && p0 <= n + 8,
             None => false,
         };
-        let (pos, count) = (op.offset, op.len.max(1));
-        let mut not_consecutive = false;
         // ras_detect_read_pattern: a read that is not sequential may continue a stride (the
         // same gap after the same bytes, twice in a row), which keeps the window
-        let mut stride_detect = false;
-        if !sequential {
-            if ras.in_stride_window(pos, count) {
-                ras.consecutive = 0;
-                ras.stride_requests += 1;
-                stride_detect = ras.stride_mode();
-            } else {
-                if ras.stride_requests == 0 {
-                    ras.init_stride(pos);
-                } else {
-                    ras.reset_stride();
-                }
-                ras.consecutive = 0;
-                ras.window = 0;
-                ras.ra_next = 0;
-            }
-            ras.consecutive_bytes = 0;
-            if ras.next_page.is_some() {
-                not_consecutive = true;
-            }
-        } else if ras.stride_mode() && !ras.in_stride_window(pos, count) {
-            ras.reset_stride();
-            ras.window = 0;
-            ras.ra_next = p0;
-        }
-        ras.consecutive_bytes += count;
-        ras.last_end = pos + count - 1;
+        let not_consecutive = !sequential && ras.next_page.is_some();
+        let stride_detect = ras.detect_pattern(op.offset, op.len.max(1), sequential, p0);
         let stride = ras.stride_mode();
         if sequential {
             ras.consecutive += 1;
@@ -2049,13 +2022,9 @@ pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
 /// The runs of pages of a stride within pages [from, to] (read-ahead in stride mode skips the gaps).
 fn stride_runs_within(ras: &Readahead, from: u64, to: u64) -> Vec<(u64, u64)> {
     let mut runs: Vec<(u64, u64)> = Vec::new();
-    let mut p = from;
+    let mut p = from.max(ras.stride_offset / PAGE); // nothing of the stride lies before it
     while p <= to {
         let pos = p * PAGE;
-        if pos < ras.stride_offset && !ras.page_in_stride(p, PAGE) {
-            p = ras.stride_offset / PAGE;
-            continue;
-        }
         let offset = pos.saturating_sub(ras.stride_offset) % ras.stride_length;
         let next = if ras.page_in_stride(p, PAGE) {
             // to the last page holding a byte of this run (or the page of the next run's start)

@@ -282,6 +282,38 @@ impl Readahead {
             && count <= self.stride_bytes
     }
 
+    /// `ras_detect_read_pattern`: update the stride detector with a read of `count` bytes at
+    /// `pos` (page `p0`) that is or is not `sequential`; whether it confirms the stride, which
+    /// asks for a larger window. A read that is neither sequential nor on the stride drops the
+    /// window; a sequential one off the stride drops the stride.
+    pub fn detect_pattern(&mut self, pos: u64, count: u64, sequential: bool, p0: u64) -> bool {
+        let mut confirmed = false;
+        if !sequential {
+            if self.in_stride_window(pos, count) {
+                self.consecutive = 0;
+                self.stride_requests += 1;
+                confirmed = self.stride_mode();
+            } else {
+                if self.stride_requests == 0 {
+                    self.init_stride(pos);
+                } else {
+                    self.reset_stride();
+                }
+                self.consecutive = 0;
+                self.window = 0;
+                self.ra_next = 0;
+            }
+            self.consecutive_bytes = 0;
+        } else if self.stride_mode() && !self.in_stride_window(pos, count) {
+            self.reset_stride();
+            self.window = 0;
+            self.ra_next = p0;
+        }
+        self.consecutive_bytes += count;
+        self.last_end = pos + count - 1;
+        confirmed
+    }
+
     /// `ras_init_stride_detector`: take the gap before `pos` and the bytes read before it as a
     /// candidate stride.
     pub fn init_stride(&mut self, pos: u64) {
@@ -569,24 +601,12 @@ mod tests {
 
     const K: u64 = 1024;
 
-    /// Feed reads through the detector as `ras_detect_read_pattern` does; whether each one
-    /// leaves the state in stride mode.
+    /// Feed reads through the detector; whether each one leaves the state in stride mode.
     fn detect(ras: &mut Readahead, reads: &[(u64, u64)]) -> Vec<bool> {
         let mut modes = Vec::new();
         for &(pos, count) in reads {
             let sequential = ras.reads > 0 && pos.abs_diff(ras.last_end + 1) <= 8 * 4096;
-            if !sequential {
-                if ras.in_stride_window(pos, count) {
-                    ras.stride_requests += 1;
-                } else if ras.stride_requests == 0 {
-                    ras.init_stride(pos);
-                } else {
-                    ras.reset_stride();
-                }
-                ras.consecutive_bytes = 0;
-            }
-            ras.consecutive_bytes += count;
-            ras.last_end = pos + count - 1;
+            ras.detect_pattern(pos, count, sequential, pos / 4096);
             ras.reads += 1;
             modes.push(ras.stride_mode());
         }

@@ -22,6 +22,7 @@ run several exporters in one process.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -60,9 +61,6 @@ class Exporter:
             "pfstune_last_tick_timestamp_seconds", "Unix time of the last tick", registry=self.registry
         )
         self._params: dict[str, set[str]] = {}  # osc -> the params of its tunable series
-        self._with_throughput: set[str] = set()
-        self._with_decisions: set[str] = set()
-        self._marked_left_alone: set[str] = set()
 
     def serve(self, port: int, address: str = "127.0.0.1") -> None:
         """Serve ``/metrics`` on ``address:port`` from a background thread."""
@@ -76,32 +74,28 @@ class Exporter:
             for param, value in config.items():
                 self.tunable.labels(osc=osc, param=param).set(value)
             self._params.setdefault(osc, set()).update(config)
-        for osc in self._with_throughput - set(report.mbps):
-            self.throughput.remove(osc)
+            if osc not in report.mbps:
+                with contextlib.suppress(KeyError):  # older prometheus_client: KeyError for a series never set
+                    self.throughput.remove(osc)
         for osc, mbps in report.mbps.items():
             self.throughput.labels(osc=osc).set(mbps)
-        self._with_throughput = set(report.mbps)
         for osc in report.changes:
             self.decisions.labels(osc=osc).inc()
-            self._with_decisions.add(osc)
         for osc in report.left_alone:
             self.left_alone.labels(osc=osc).set(1)
-            self._marked_left_alone.add(osc)
         if report.errors:
             self.errors.inc(report.errors)
         self.tick_seconds.observe(report.seconds)
         self.last_tick.set(time.time())
 
     def _forget(self, osc: str) -> None:
-        """Remove every series of an OSC the agent no longer reads."""
+        """Remove every series of an OSC the agent no longer reads.
+
+        Removing a series that was never set is a no-op in recent prometheus_client and a
+        KeyError in older ones (pyproject allows 0.17).
+        """
         for param in self._params.pop(osc):
             self.tunable.remove(osc, param)
-        if osc in self._with_throughput:
-            self._with_throughput.discard(osc)
-            self.throughput.remove(osc)
-        if osc in self._with_decisions:
-            self._with_decisions.discard(osc)
-            self.decisions.remove(osc)
-        if osc in self._marked_left_alone:
-            self._marked_left_alone.discard(osc)
-            self.left_alone.remove(osc)
+        for metric in (self.throughput, self.decisions, self.left_alone):
+            with contextlib.suppress(KeyError):
+                metric.remove(osc)
