@@ -160,7 +160,8 @@ def test_a_second_agent_on_the_node_refuses_to_start(served: Path, tmp_path: Pat
         first.wait(timeout=30)
 
 
-def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("json_output", [False, True])
+def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Path, json_output: bool) -> None:
     before = _values(served)
     agent = subprocess.Popen(
         _pfstune(
@@ -178,6 +179,7 @@ def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Pa
             "3s",
             "--config",
             os.devnull,
+            *(["--json"] if json_output else []),
         ),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -185,6 +187,9 @@ def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Pa
     )
     out, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
+    if json_output:  # stdout is the summary alone; the lctl lines go to stderr beside the JSON logs
+        assert json.loads(out)["tuner"] == "iopathtune"
+        out = "\n".join(line for line in err.splitlines() if not line.startswith("{"))
     lines = out.splitlines()
     assert lines, "a dry run of IOPathTune printed no change"
     assert all(line.startswith("lctl set_param osc.") and "=" in line for line in lines), lines

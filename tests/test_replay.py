@@ -78,6 +78,24 @@ def test_scores_are_value_over_best_and_the_default_is_scored_too() -> None:
     assert missing.summary()["mean_score"] == 0.0
 
 
+def test_a_workload_never_recorded_under_the_default_has_no_default_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _recording()
+    data = data[~((data["workload"] == "wb") & (data["osc_rpc_configuration_current.mppr_value"] == 1024))]
+    summary = replay(data, _Always((64, 32))).summary()
+    assert summary["workloads"]["wb"]["default_score"] is None
+    assert summary["mean_default_score"] == pytest.approx(0.25)  # wa's alone
+    assert summary["no_default_score"] == ["wb"]
+    path = tmp_path / "rec.parquet"
+    data.to_parquet(path)
+    assert main(["replay", str(path), "--tuner", "default"]) == 0
+    out = capsys.readouterr().out
+    assert "for: wb (left out of the default's mean)" in out
+    assert main(["replay", str(path), "--tuner", "default", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["no_default_score"] == ["wb"]
+
+
 def test_decisions_have_one_row_per_input_row_in_series_order() -> None:
     data = _recording().sample(frac=1.0, random_state=3)  # any input order
     result = replay(data, DefaultTuner())

@@ -68,7 +68,10 @@ def _boolean(value: object) -> bool:
 def _port(value: object) -> int:
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a port")
-    port = int(str(value))
+    try:
+        port = int(str(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not a TCP port (0-65535)") from None
     if not 0 <= port <= 65535:
         raise ValueError(f"{value!r} is not a TCP port (0-65535)")
     return port

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,18 @@ class Tree:
                 path.write_text(text)
 
 
-def measure(oscs: int, tuner: str = "dial", repeat: int = 5, interval: float = 0.5) -> dict[str, Any]:
-    """Median per-phase times of one agent tick over ``oscs`` virtual OSCs (see the module docstring)."""
+def measure(
+    oscs: int,
+    tuner: str = "dial",
+    repeat: int = 5,
+    interval: float = 0.5,
+    tuner_options: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Median per-phase times of one agent tick over ``oscs`` virtual OSCs (see the module docstring).
+
+    ``probe_ms`` ... ``tick_ms`` are for all the OSCs of the tick; ``per_osc`` gives each phase
+    divided by the OSCs (the design's "per-OSC probe, feature, inference and apply times").
+    """
     source = _Source()
     fsname, _, instance = source.llite.partition("-")
     devices = [f"{fsname}-OST{i:04x}-osc-{instance}" for i in range(oscs)]
@@ -111,7 +122,7 @@ def measure(oscs: int, tuner: str = "dial", repeat: int = 5, interval: float = 0
     with tempfile.TemporaryDirectory(prefix="pfstune-overhead-") as tmp:
         tree = Tree(Path(tmp) / "root", devices, instance)
         tree.write(source.files(), tunables_too=True)
-        policy = make_tuner(tuner)
+        policy = make_tuner(tuner, tuner_options)
         with LustreBackend(tree.root, state_dir=Path(tmp) / "state") as backend:
             agent = Agent(backend, policy, interval=interval)
             first = agent.tick()
@@ -123,18 +134,21 @@ def measure(oscs: int, tuner: str = "dial", repeat: int = 5, interval: float = 0
     def median_ms(field: str) -> float:
         return float(statistics.median(float(getattr(r, field)) for r in reports)) * 1e3
 
-    tick = median_ms("seconds")
-    return {
-        "oscs": oscs,
-        "tuner": tuner,
-        "repeat": len(reports),
+    phases = {
         "probe_ms": median_ms("probe_seconds"),
         "features_ms": median_ms("features_seconds"),
         "inference_ms": median_ms("decide_seconds"),
         "apply_ms": median_ms("apply_seconds"),
-        "tick_ms": tick,
-        "per_osc_ms": tick / oscs,
-        "writes_per_tick": statistics.median(sum(len(c) for c in r.changes.values()) for r in reports),
+        "tick_ms": median_ms("seconds"),
+    }
+    return {
+        "oscs": oscs,
+        "tuner": tuner,
+        "repeat": len(reports),
+        **phases,
+        "per_osc_ms": phases["tick_ms"] / oscs,
+        "per_osc": {name: value / oscs for name, value in phases.items()},
+        "writes_per_tick": float(statistics.median(sum(len(c) for c in r.changes.values()) for r in reports)),
         "first_tick_ms": first.seconds * 1e3,
         "first_apply_ms": first.apply_seconds * 1e3,
         "first_writes": sum(len(c) for c in first.changes.values()),

@@ -14,6 +14,9 @@ For a dataset in the schema of ``shared/data/dial-lustre`` (or any Parquet file 
 - **Score.** Per workload, the mean over rows of value(w, proposal) / max_c value(w, c).  The
   default configuration (1024, 8) is scored the same way.  A proposal the table has no value
   for (never recorded for that workload) is counted in ``unscored`` and left out of the mean.
+  A workload with no recorded interval under the default (it happens: a single iteration, or a
+  short ``pfstune collect`` run) has no default score; the summary's mean default score is over
+  the workloads that have one, and names the others.
 
 Each series gets its own OSC key (``workload/iteration/osc``), so per-OSC tuner state never
 leaks between recordings.
@@ -76,10 +79,12 @@ class ReplayResult:
     def summary(self) -> dict[str, Any]:
         """The ``--json`` document: per-workload scores and their means."""
         workloads = list(self.scores.values())
+        defaults = [w["default_score"] for w in workloads if w["default_score"] is not None]
         return {
             "workloads": self.scores,
             "mean_score": float(np.mean([w["score"] for w in workloads])) if workloads else None,
-            "mean_default_score": float(np.mean([w["default_score"] for w in workloads])) if workloads else None,
+            "mean_default_score": float(np.mean(defaults)) if defaults else None,
+            "no_default_score": [name for name, w in self.scores.items() if w["default_score"] is None],
         }
 
 

@@ -38,7 +38,9 @@ def simulate(
 
     The result has ``tuner`` and, for tuned runs, ``decisions`` (configurations applied) and
     ``mean_tick_ms`` (wall time of an agent tick) besides the engine's figures; an oracle run
-    has ``oracle_config`` (the winner, as ``sim sweep`` names tunables) instead.
+    has ``oracle_config`` (the winner, as ``sim sweep`` names tunables) instead.  For a tuned
+    run ``wall_seconds`` and ``speedup`` count the whole run, the agent's ticks included, and
+    ``sim_wall_seconds`` the engine's loop alone (``events_per_second`` is the engine's rate).
     """
     if tuner == OracleTuner.name and not tuner_options:
         return simulate_oracle(scenario, progress)
@@ -50,11 +52,17 @@ def simulate(
     ticks: list[Callable[[TickReport], None]] = list(listeners or [])
     if progress is not None:
         ticks.append(lambda report: progress(report.time))
+    started = time.perf_counter()
     with SimBackend(engine) as backend:
         agent = Agent(backend, policy, interval=scenario.probe_interval_ns / 1e9, listeners=ticks)
         summary = agent.run(scenario.duration_ns / 1e9)
+    wall = time.perf_counter() - started
+    result = engine.result()
     return {
-        **engine.result(),
+        **result,
+        "wall_seconds": wall,
+        "sim_wall_seconds": result["wall_seconds"],
+        "speedup": result["sim_seconds"] / wall if wall > 0 else 0.0,
         "tuner": tuner,
         "decisions": summary.decisions,
         "mean_tick_ms": summary.as_dict()["mean_tick_ms"],

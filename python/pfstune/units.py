@@ -73,6 +73,8 @@ def _split(value: object, kind: str) -> tuple[Decimal, str]:
         return Decimal(str(value)), ""
     match = _NUMBER.match(value)
     if match is None:
+        if value.strip().startswith("-"):
+            raise UnitError(f"{value!r} is not a {kind}: it must not be negative")
         raise UnitError(f"{value!r} is not a {kind}")
     return Decimal(match.group(1)), match.group(2)
 
@@ -117,7 +119,8 @@ def parse_duration(value: object) -> int:
     """Return integer nanoseconds for a duration such as ``320s``, ``500ms``, ``2min`` or ``25us``."""
     number, unit = _split(value, "duration")
     if unit == "":
-        raise UnitError(f"{value!r} is not a duration: add a unit (ns, us, ms, s, min, h), e.g. '{value}s'")
+        example = f"'{value}s'" if number > 0 else "'500ms'"  # '0s' would be refused where zero is
+        raise UnitError(f"{value!r} is not a duration: add a unit (ns, us, ms, s, min, h), e.g. {example}")
     factor = _DURATION_UNITS.get(unit)
     if factor is None:
         hint = " ('m' is ambiguous: write 'min' or 'ms')" if unit == "m" else ""

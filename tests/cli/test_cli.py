@@ -51,6 +51,31 @@ def test_every_help_has_a_description(command: list[str], capsys: pytest.Capture
     assert len(description.split()) >= 5, out
 
 
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        ([], "pfstune"),
+        (["sim"], "pfstune sim"),
+        (["sim", "run", "x.yaml", "--duration", "5"], "pfstune sim run"),
+        (["bench", "x.yaml", "--tuners", "default,nope"], "pfstune bench"),
+        (["train", "x.parquet", "--out", "m", "--seed", "-1"], "pfstune train"),
+        (["overhead", "--oscs", "abc"], "pfstune overhead"),
+        (["sim", "serve", "x.yaml", "--root", "r", "--speed", "1e308"], "pfstune sim serve"),
+        (["agent", "--no-such-flag"], "pfstune"),  # argparse reports unknown options at the top
+    ],
+)
+def test_command_line_mistakes_are_one_line(
+    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"{command}: error: "), err
+    assert err.rstrip().endswith(f"(see '{command} --help')"), err
+
+
 def test_bad_scenario_is_one_line_without_traceback(write_scenario: Callable[[str], Path]) -> None:
     path = write_scenario(
         "name: t\nduration: 10s\njobs:\n  - {name: a, client: 0, workload: filebench.seqread}\n"

@@ -10,6 +10,7 @@ import pytest
 from pfstune.cli import demo
 from pfstune.cli.main import main
 from pfstune.sim.scenario import parse_scenario
+from tests.conftest import SHARED
 
 
 def test_demo_scenarios_are_valid_and_short() -> None:
@@ -46,3 +47,17 @@ def test_demo_refuses_an_output_path_that_is_a_file(tmp_path: Path, capsys: pyte
     path.write_text("x")
     assert main(["demo", "--out", str(path)]) == 2
     assert "exists and is not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["demo", "bench"])
+def test_an_output_path_under_a_file_is_refused_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    def no_runs(**_: object) -> None:
+        raise AssertionError("simulated before checking --out")
+
+    monkeypatch.setattr("pfstune.cli.bench.run_bench", no_runs)
+    (tmp_path / "file").write_text("x")
+    scenario = [] if command == "demo" else [str(SHARED / "scenarios" / "rnd_r_1_io_16m.yaml")]
+    assert main([command, *scenario, "--out", str(tmp_path / "file" / "report")]) == 2
+    assert "cannot make the directory" in capsys.readouterr().err

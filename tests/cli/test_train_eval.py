@@ -139,6 +139,7 @@ def test_user_errors_are_one_line(
     assert err.startswith("pfstune: error: ")
     assert message in err
     assert "\n" not in err
+    assert not (tmp_path / "m").exists(), "a failed train left its model directory behind"
 
 
 def test_bad_iteration_list(capsys: pytest.CaptureFixture[str]) -> None:

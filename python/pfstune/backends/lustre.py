@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pfstune.backends._base import Backend
@@ -39,14 +39,18 @@ class LustreBackend(Backend):
         osc_glob: str = "*",
         dry_run: bool = False,
         stop: threading.Event | None = None,
+        echo: Callable[[str], None] | None = None,
     ) -> None:
-        """Prepare the backend; nothing is read, locked or written until ``__enter__``."""
+        """Prepare the backend; nothing is read, locked or written until ``__enter__``.
+
+        ``echo`` receives the dry run's ``lctl set_param`` lines (default: stdout).
+        """
         root = Path(root)
         if not root.is_dir():
             raise UserError(f"--root {root}: not a directory")
         self.clock = RealClock(stop)
         self.prober = Prober(root, osc_glob=osc_glob, files=MINIMAL_FILES)
-        self.actuator = Actuator(root, state_dir, dry_run=dry_run, logger=log)
+        self.actuator = Actuator(root, state_dir, dry_run=dry_run, logger=log, echo=echo)
         # The tuned parameters' bounds depend on the OSC's server limits (read once per OSC and
         # kept by the actuator until remount) and the node's RAM, not on other parameters, so
         # they are asked for once per OSC rather than on every tick (~15 µs each, 1,000 OSCs).

@@ -37,7 +37,7 @@ agent started after a crash (SIGKILL, power loss) restores what the previous one
 An OSC whose tuned values someone else changes (lctl set_param by hand) is left alone from then
 on, and keeps those values at exit. One agent per node: a second one exits with an error
 (STATE_DIR/agent.lock). Persistent settings (lctl set_param -P) are never used. --dry-run
-prints the lctl set_param lines the agent would run and writes nothing.
+prints the lctl set_param lines the agent would run (on stderr with --json) and writes nothing.
 """
 
 EPILOG = f"""\
@@ -127,7 +127,11 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.set_defaults(func=main)
 
 
-def _backend(options: AgentOptions, stop: threading.Event) -> Backend:
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _backend(options: AgentOptions, stop: threading.Event, json_output: bool = False) -> Backend:
     if options.backend == "sim":
         from pfstune.backends.sim import SimBackend
 
@@ -137,7 +141,13 @@ def _backend(options: AgentOptions, stop: threading.Event) -> Backend:
     from pfstune.backends.lustre import LustreBackend
 
     return LustreBackend(
-        options.root, state_dir=options.state_dir, osc_glob=options.osc, dry_run=options.dry_run, stop=stop
+        options.root,
+        state_dir=options.state_dir,
+        osc_glob=options.osc,
+        dry_run=options.dry_run,
+        stop=stop,
+        # with --json, stdout is the summary alone; the dry run's lines go beside the logs
+        echo=_to_stderr if json_output else None,
     )
 
 
@@ -167,7 +177,7 @@ def main(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        with _backend(options, stop) as backend:
+        with _backend(options, stop, json_output=args.json) as backend:
             listeners: list[TickListener] = []
             if options.metrics_port:
                 from pfstune.exporter import Exporter

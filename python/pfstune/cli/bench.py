@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,15 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def check_out(out: Path) -> None:
-    """Refuse a report directory that cannot be one, before any run."""
+    """Make the report directory before any run, so that a bad ``--out`` costs no simulation."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot make the directory: {err.strerror or err}") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise UserError(f"--out {out}: directory is not writable")
 
 
 def bench_and_report(out: Path, label: str, quiet: bool, **bench: Any) -> tuple[dict[str, Any], list[Path]]:

@@ -67,7 +67,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             "reads. Each runs under Lustre's default configuration, with the IOPathTune and DIAL "
             "tuners in the loop, and under the oracle (the best of the 99 static dial99 "
             "configurations, found by sweeping). Prints a table and writes report.md with plots, "
-            "bench.json, runs.csv and the scenario files into --out. Takes a few minutes on 2 cores."
+            "bench.json, runs.csv and the scenario files into --out. Takes under a minute on 2 idle cores."
         ),
     )
     parser.add_argument(

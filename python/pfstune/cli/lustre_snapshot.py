@@ -106,9 +106,10 @@ def main(args: argparse.Namespace) -> int:
         snapshot = prober.probe()
     if not snapshot["osc"] and not snapshot["llite"]:
         which = "" if args.osc == "*" else f" matching --osc {args.osc!r}"
+        places = [str(root / part) for part in ("sys/fs/lustre", "proc/fs/lustre", "sys/kernel/debug/lustre")]
         raise UserError(
-            f"no Lustre client devices{which} under {root} (looked in {root}/sys/fs/lustre, "
-            f"{root}/proc/fs/lustre and {root}/sys/kernel/debug/lustre); is a Lustre file system mounted?"
+            f"no Lustre client devices{which} under {root} (looked in {places[0]}, {places[1]} and "
+            f"{places[2]}); is a Lustre file system mounted?"
         )
     if args.json:
         print_json(snapshot)

@@ -14,6 +14,7 @@ import re
 import signal
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pfstune import __version__
 from pfstune.cli import (
@@ -35,9 +36,23 @@ from pfstune.cli import (
 from pfstune.errors import PfstuneError, UserError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with README's error contract: a usage mistake is one line on stderr, status 2.
+
+    argparse's own ``error`` prints the whole usage block first; the line here names the
+    command and says where the usage is instead.  Sub-command parsers are of this class too
+    (``add_subparsers`` makes parsers of its parent's type).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<command>: error: <message>`` and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full ``pfstune`` argument parser."""
-    parser = argparse.ArgumentParser(
+    # typed as the base class: sub-command modules take argparse's own types
+    parser: argparse.ArgumentParser = _Parser(
         prog="pfstune",
         description=(
             "Tune the I/O path of parallel file systems (Lustre) while applications run, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from pfstune.cli._common import add_tuner_option_argument
 from pfstune.cli._output import format_table, print_json
 from pfstune.errors import UserError
 from pfstune.overhead import measure
@@ -23,6 +24,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     parser.add_argument("--oscs", type=int, default=100, metavar="N", help="number of OSCs (default 100)")
     parser.add_argument("--tuner", default="dial", metavar="NAME", help="tuner (default dial, the shipped model)")
+    add_tuner_option_argument(parser)
     parser.add_argument("--repeat", type=int, default=5, metavar="K", help="timed ticks, median reported (default 5)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=main)
@@ -34,15 +36,15 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--oscs {args.oscs}: must be between 1 and 100000")
     if args.repeat < 1:
         raise UserError("--repeat must be at least 1")
-    result = measure(args.oscs, tuner=args.tuner, repeat=args.repeat)
+    result = measure(args.oscs, tuner=args.tuner, repeat=args.repeat, tuner_options=dict(args.tuner_options))
     if args.json:
         print_json(result)
         return 0
-    rows = [[key, f"{result[key]:.2f}"] for key in ("probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms")]
-    rows.append(["per_osc_ms", f"{result['per_osc_ms']:.3f}"])
-    rows.append(["writes_per_tick", f"{result['writes_per_tick']:g}"])
-    rows.append(["first_tick_ms", f"{result['first_tick_ms']:.2f}"])
-    rows.append(["first_apply_ms", f"{result['first_apply_ms']:.2f}"])
-    rows.append(["first_writes", str(result["first_writes"])])
-    print(format_table(["phase", f"ms ({args.oscs} OSCs, {args.tuner})"], rows))
+    phases = ("probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms")
+    rows = [[key, f"{result[key]:.2f}", f"{result['per_osc'][key]:.4f}"] for key in phases]
+    rows.append(["writes_per_tick", f"{result['writes_per_tick']:g}", ""])
+    rows.append(["first_tick_ms", f"{result['first_tick_ms']:.2f}", ""])
+    rows.append(["first_apply_ms", f"{result['first_apply_ms']:.2f}", ""])
+    rows.append(["first_writes", str(result["first_writes"]), ""])
+    print(format_table(["phase", f"ms ({args.oscs} OSCs, {args.tuner})", "per OSC"], rows))
     return 0

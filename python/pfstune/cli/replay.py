@@ -9,7 +9,7 @@ from pathlib import Path
 from pfstune.cli._common import add_tuner_option_argument
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
-from pfstune.replay import load_recording, replay
+from pfstune.replay import DEFAULT_CONFIG, load_recording, replay
 from pfstune.tuners import TUNERS, make_tuner
 
 
@@ -22,7 +22,9 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             "Replay a tuner over every OSC series of DATASET (the shared/data/dial-lustre schema): at each "
             "row it proposes the next configuration; the proposal is scored by the dataset's own mean "
             "throughput of that configuration for that workload, over the best configuration's. The "
-            "default (1024, 8) is scored the same way."
+            "default (1024, 8) is scored the same way (the 'default' column). The recording does not "
+            "follow the proposals, so '--tuner default', which keeps what is in force, keeps each row's "
+            "recorded configuration and scores the collector's own (random) choices."
         ),
     )
     parser.add_argument("dataset", nargs="+", metavar="DATASET", help="Parquet file(s)")
@@ -76,5 +78,13 @@ def main(args: argparse.Namespace) -> int:
     ]
     print(format_table(["workload", args.tuner, "default", "rows"], rows))
     if summary["mean_score"] is not None:
-        print(f"mean: {args.tuner} {summary['mean_score']:.3f}, default {summary['mean_default_score']:.3f}")
+        default = summary["mean_default_score"]
+        shown = "-" if default is None else f"{default:.3f}"
+        print(f"mean: {args.tuner} {summary['mean_score']:.3f}, default {shown}")
+    if summary["no_default_score"]:
+        print(
+            f"no interval under the default {DEFAULT_CONFIG} was recorded for: "
+            + ", ".join(summary["no_default_score"])
+            + " (left out of the default's mean)"
+        )
     return 0

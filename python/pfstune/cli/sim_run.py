@@ -29,7 +29,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="NAME",
         help=(
             f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; "
-            "default: none); oracle sweeps the dial99 grid first (99 runs) and reports the best static one"
+            "default: default, which changes nothing); oracle sweeps the dial99 grid first (99 runs) and "
+            "reports the best static one. With a tuner the wall time counts the agent's ticks too"
         ),
     )
     add_tuner_option_argument(parser)
@@ -52,6 +53,7 @@ def main(args: argparse.Namespace) -> int:
         ["tuner", args.tuner],
         ["simulated", f"{result['sim_seconds']:.1f} s"],
         ["wall time", f"{result['wall_seconds']:.2f} s ({result['speedup']:.0f}x real time)"],
+        *([["  simulating", f"{result['sim_wall_seconds']:.2f} s"]] if "sim_wall_seconds" in result else []),
         ["events", f"{result['events']} ({result['events_per_second']:.3g}/s)"],
         ["throughput", f"{result['mbps']:.1f} MB/s"],
         ["  read", f"{result['read_mbps']:.1f} MB/s"],

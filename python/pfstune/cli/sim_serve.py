@@ -28,6 +28,11 @@ from pfstune.sim.tree import VirtualTree, write_atomically
 STATUS_FILE = ".pfsim-serve.json"
 
 
+#: Far beyond what pfsim runs at (about 10^3); above it simulated nanoseconds per real second
+#: stop being exact integers, and the simulator simply runs as fast as it can anyway.
+MAX_SPEED = 1e6
+
+
 def _speed(text: str) -> float:
     try:
         speed = float(text)
@@ -35,6 +40,8 @@ def _speed(text: str) -> float:
         speed = 0.0
     if not 0 < speed < float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive speed factor")
+    if speed > MAX_SPEED:
+        raise argparse.ArgumentTypeError(f"{text!r} is above the largest speed factor, {MAX_SPEED:g}")
     return speed
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -84,7 +85,9 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="without --holdout-iterations: share of the series of each workload held out by a first fit that measures "
         "the AUC, before the saved model is fit on everything (0: skip; default %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=_seed, default=0, metavar="N", help=f"random seed, 0 to {_MAX_SEED} (default 0)"
+    )
     parser.add_argument("--threads", type=positive_int, default=2, metavar="N", help="LightGBM threads (default 2)")
     parser.add_argument("--rounds", type=positive_int, metavar="N", help="boosting rounds per classifier")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -100,6 +103,21 @@ def _counts(pairs: pd.DataFrame) -> dict[str, int]:
 
     ops = pairs["op"].astype(str)
     return {op: int((ops == op).sum()) for op in OPS}
+
+
+#: LightGBM takes its seed as a C int.
+_MAX_SEED = 2**31 - 1
+
+
+def _seed(text: str) -> int:
+    """argparse type for ``--seed``: an integer LightGBM and numpy both accept."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= _MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} is out of range (expected from 0 to {_MAX_SEED})")
+    return value
 
 
 def _validation_split(pairs: pd.DataFrame, fraction: float, seed: int) -> np.ndarray:
@@ -135,20 +153,51 @@ def run_training(
     say: Any = None,
 ) -> dict[str, Any]:
     """Load, pair, (hold out, evaluate,) fit and save; return the report ``pfstune train --json`` prints."""
-    from pfstune.datasets import dataset_files, file_sha256, load_dataset, make_pairs
-    from pfstune.models.evaluation import evaluate
-    from pfstune.models.gbdt import DEFAULT_ROUNDS, GBDTModel
 
     def note(text: str) -> None:
         if say is not None:
             say(text)
 
     # Before the minutes of training, not after them: the model directory must be writable.
+    created = _missing_directories(Path(out))
     try:
         Path(out).mkdir(parents=True, exist_ok=True)
     except OSError as err:
         reason = "it exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
         raise UserError(f"--out {out}: cannot create the model directory: {reason}") from None
+    try:
+        return _train(datasets, out, holdout_iterations, validation_fraction, seed, threads, rounds, note)
+    except BaseException:
+        for directory in created:  # a failed run leaves no empty model directory behind
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # only if still empty
+        raise
+
+
+def _missing_directories(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _train(
+    datasets: Sequence[str],
+    out: str | Path,
+    holdout_iterations: Sequence[int] | None,
+    validation_fraction: float,
+    seed: int,
+    threads: int,
+    rounds: int | None,
+    note: Any,
+) -> dict[str, Any]:
+    """The body of :func:`run_training`, once ``out`` exists."""
+    from pfstune.datasets import dataset_files, file_sha256, load_dataset, make_pairs
+    from pfstune.models.evaluation import evaluate
+    from pfstune.models.gbdt import DEFAULT_ROUNDS, GBDTModel
+
     started = time.perf_counter()
     files = dataset_files(datasets)
     note(f"reading {len(files)} dataset file(s)")

@@ -172,8 +172,10 @@ class Engine:
         """The run summary printed by ``pfstune sim run --json`` (MB = 10^6 bytes).
 
         ``mbps`` counts application bytes read and written per simulated second, ``osc_mbps``
-        the bytes carried by OSC RPCs; ``speedup`` is simulated seconds per wall second.  A
-        scenario with ``ior`` jobs adds ``ior``: :meth:`ior_bandwidth`, by job name.
+        the bytes carried by OSC RPCs; ``wall_seconds`` is the wall time spent simulating (the
+        engine's loop, which is what a run without a tuner takes), ``speedup`` simulated seconds
+        per wall second.  A scenario with ``ior`` jobs adds ``ior``: :meth:`ior_bandwidth`, by job
+        name.
         """
         totals = self.totals()
         sim_seconds = totals["sim_ns"] / 1e9
