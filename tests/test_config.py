@@ -48,6 +48,7 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
         ('interval = "500us"\n', "interval: '500us' is shorter than the shortest probe interval, 1ms"),
         ('backend = "nfs"\n', "backend"),
         ("metrics_port = 70000\n", "metrics_port"),
+        ('metrics_port = "abc"\n', "metrics_port: 'abc' is not a TCP port"),
         ("dry_run = 3\n", "dry_run"),
         ("tuner_options = 3\n", "tuner_options"),
         ("this is not toml", "not valid TOML"),

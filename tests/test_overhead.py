@@ -21,6 +21,9 @@ def test_measure_runs_every_phase_over_n_busy_oscs() -> None:
     # the copies carry traffic, so DIAL scores them: inference is a real model call, not a skip
     assert result["inference_ms"] > 0.1
     assert result["per_osc_ms"] == pytest.approx(result["tick_ms"] / 3)
+    for key in ("probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms"):
+        assert result["per_osc"][key] == pytest.approx(result[key] / 3)
+    assert isinstance(result["writes_per_tick"], float)
 
 
 def test_overhead_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -29,6 +32,10 @@ def test_overhead_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(result) >= {"probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms", "per_osc_ms"}
     assert main(["overhead", "--oscs", "0"]) == 2
     assert "--oscs 0" in capsys.readouterr().err
+    # a tuner's options reach it: the oracle needs its configuration
+    args = ["--tuner-option", "max_pages_per_rpc=64", "--tuner-option", "max_rpcs_in_flight=16"]
+    assert main(["overhead", "--oscs", "2", "--repeat", "1", "--tuner", "oracle", *args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["first_writes"] == 4
 
 
 def test_the_first_tick_with_writes_is_reported_apart() -> None:

@@ -79,6 +79,10 @@ def test_bad_durations_name_the_value(text: object) -> None:
 def test_duration_without_unit_suggests_one() -> None:
     with pytest.raises(UnitError, match="'320s'"):
         parse_duration("320")
+    with pytest.raises(UnitError, match="'500ms'"):  # not '0s', which no positive duration takes
+        parse_duration("0")
+    with pytest.raises(UnitError, match="must not be negative"):
+        parse_duration("-1s")
 
 
 @pytest.mark.parametrize(

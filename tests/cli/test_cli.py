@@ -94,6 +94,14 @@ def test_missing_scenario_file_is_a_user_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_tuned_run_s_wall_time_counts_the_agent(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_json(capsys, "sim", "run", str(small_scenario), "--tuner", "iopathtune", "--json")
+    assert isinstance(result["wall_seconds"], float)
+    assert isinstance(result["sim_wall_seconds"], float)
+    assert 0 < result["sim_wall_seconds"] <= result["wall_seconds"]
+    assert result["speedup"] == pytest.approx(result["sim_seconds"] / result["wall_seconds"])  # type: ignore[operator]
+
+
 def test_unknown_tuner(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "run", str(small_scenario), "--tuner", "nope"]) == 2
     assert (
