@@ -97,10 +97,13 @@ def split_lctl_name(name: str) -> tuple[str, str, str]:
 
 def param_path(root: Path, kind: str, device: str, param: str) -> Path | None:
     """The file holding ``kind.device.param`` under ``root``, searched as lctl does; None if absent."""
+    # Joined as text: the actuator asks several times per write, and pathlib's joins cost more
+    # than the lstat itself (about 10 us each; 1,800 writes a tick at 1,000 OSCs).
+    top = os.fspath(root).rstrip("/")  # "/" -> "", so that paths start with one slash
     for base in PARAM_BASES:
-        path = root / base / kind / device / param
+        path = f"{top}/{base}/{kind}/{device}/{param}"
         if os.path.lexists(path):
-            return path
+            return Path(path)
     return None
 
 
