@@ -259,6 +259,13 @@ impl Config {
             if missing {
                 return Err(format!("job {}: {} parameters missing or zero", j.name, j.workload));
             }
+            if let Some(d) = &j.dlio {
+                // every sample of the dataset gets a number and an offset: they must fit
+                let total = d.files.checked_mul(d.samples_per_file).and_then(|n| n.checked_mul(d.sample_size));
+                if total.is_none_or(|t| t > 1 << 62) {
+                    return Err(format!("job {}: the DLIO dataset (files x samples_per_file x sample_size) is above 2^62 bytes", j.name));
+                }
+            }
         }
         Ok(())
     }

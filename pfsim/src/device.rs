@@ -110,7 +110,9 @@ impl Device {
         match &self.disk {
             // on a disk, distance matters: objects start within its capacity
             Some(d) => (place % (d.capacity / self.stripe).max(1)) * self.stripe + start,
-            None => place * self.stripe + start,
+            // an SSD's addresses only pick channels; they stay below 2^62 so that an object's
+            // bytes never wrap (`place` < 2^44, so stripes up to 256 KiB are never folded)
+            None => (place % (SSD_ADDRESS_SPACE / self.stripe).max(1)) * self.stripe + start,
         }
     }
 
@@ -162,6 +164,9 @@ impl Device {
         done
     }
 }
+
+/// The bytes an SSD's block addresses span (see [`Device::lba`]).
+const SSD_ADDRESS_SPACE: u64 = 1 << 62;
 
 /// Service time of `bytes` at `ns_per_byte`, rounded up to whole nanoseconds.
 fn piece_ns(bytes: u64, ns_per_byte: f64) -> u64 {
@@ -340,6 +345,25 @@ mod tests {
             out.push(elevator.finish());
         }
         out
+    }
+
+    #[test]
+    fn an_ssd_with_large_stripe_units_serves_every_object_without_wrapping() {
+        // 64 MiB units: before the address space was bounded, `place * stripe` overflowed
+        // (a panic in debug builds; in release a wrapped request could take no time at all)
+        let mut ssd = Device::new(8, 64 * MB, 500e6, 300e6, (20_000, 20_000), 400_000, None);
+        let mut now = 0;
+        for obj in [1, 7, 0x1234_5678, u64::MAX / 3, u64::MAX] {
+            let lba = ssd.lba(obj, 0);
+            assert!(lba.checked_add(1 << 62).is_some(), "object {obj}: address {lba}");
+            let done = ssd.submit(now, obj, 0, 4 * MB, true);
+            assert!(done >= now + 20_000 + 4 * MB * 3, "object {obj}: {done} after {now}"); // 3.3 ns a byte
+            now = done;
+        }
+        // stripe units up to 256 KiB keep the addresses they always had
+        let small = Device::new(8, 128 << 10, 500e6, 300e6, (20_000, 20_000), 400_000, None);
+        let place = 0x1234_5678_u64.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 20;
+        assert_eq!(small.lba(0x1234_5678, 5), place * (128 << 10) + 5);
     }
 
     #[test]

@@ -279,6 +279,23 @@ fn a_file_larger_than_its_osts_is_refused() {
     assert!(refused(&job(2 * cap + 2 * MIB, 2)).contains("cluster.ost_capacity"));
 }
 
+/// A DLIO dataset whose samples cannot all be numbered and placed in 64 bits is refused (the
+/// shuffle multiplied files by samples per file, and overflowed).
+#[test]
+fn a_dlio_dataset_beyond_64_bit_offsets_is_refused() {
+    let dlio = |samples_per_file: u64| {
+        let mut v: serde_json::Value = serde_json::from_str(&Scenario::new().job(Job::new("dlio", 4096)).json()).unwrap();
+        v["jobs"][0]["dlio"] = serde_json::json!({
+            "format": "indexed_binary", "files": 16, "samples_per_file": samples_per_file, "sample_size": 1,
+            "transfer_size": 1, "read_threads": 1, "batch_size": 1, "computation_ns": 0, "prefetch": 2,
+        });
+        v.to_string()
+    };
+    let err = Config::from_json(&dlio(1 << 60)).unwrap_err();
+    assert!(err.contains("DLIO dataset"), "{err}");
+    assert!(Config::from_json(&dlio(1 << 20)).is_ok());
+}
+
 /// A cluster whose OSCs alone cannot fit in memory is refused before set-up allocates them.
 #[test]
 fn a_cluster_too_large_for_memory_is_refused_before_set_up() {

@@ -267,6 +267,10 @@ def test_every_declared_tunable_is_accepted() -> None:
             doc("[{name: j, client: 0, workload: ior, transfer: 1m, block: 1p, segments: 2000000}]"),
             "jobs[0]: its file (block x segments (x processes)) would be",
         ),
+        (
+            doc("[{name: j, client: 0, workload: dlio, files: 16, samples_per_file: 1024p, sample_size: 1}]"),
+            "jobs[0]: its dataset (files x samples_per_file x sample_size) would be 18446744073709551616 bytes",
+        ),
         (doc(top="seed: -1\n"), "seed: -1 is out of range"),
         (doc("[{name: j, client: 5, workload: filebench.seqread}]"), "jobs[0].client: client 5 is out of range"),
         (doc("[{name: j, clients: [0, 9], workload: filebench.seqread}]"), "jobs[0].clients: client 9 is out of range"),

@@ -597,6 +597,13 @@ class _Builder:
             what = made_of.get(workload, "its particles, processes and timesteps")
             too_large = f"{filesize} bytes, larger than any pfstune handles (1 EiB)"
             raise self.error(path, f"its file ({what}) would be {too_large}")
+        if dlio is not None and dlio.files * filesize > MAX_SIZE:  # the shuffle numbers every sample
+            total = dlio.files * filesize
+            raise self.error(
+                path,
+                f"its dataset (files x samples_per_file x sample_size) would be {total} bytes, "
+                "larger than any pfstune handles (1 EiB)",
+            )
         return Job(
             name=name,
             clients=clients,
