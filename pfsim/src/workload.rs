@@ -48,7 +48,54 @@ pub struct Progress {
     pub compute_end: u64,
     /// DLIO: start times of the training steps of batches read but not yet consumed (the
     /// loader's prefetch queue).
-    pub queue: VecDeque<u64>,
+    pub queue: StepQueue,
+}
+
+/// The start times of queued training steps, kept as runs `(first start, steps)`: the steps of
+/// one run follow each other every `computation_ns`. One read of many batches (tiny samples, a
+/// large transfer) queues millions of steps; as runs they cost one entry.
+#[derive(Clone, Debug, Default)]
+pub struct StepQueue {
+    runs: VecDeque<(u64, u64)>,
+    steps: u64,
+}
+
+impl StepQueue {
+    /// Queue `n` steps starting at `first`, `spacing` apart.
+    fn push(&mut self, first: u64, n: u64) {
+        if n > 0 {
+            self.runs.push_back((first, n));
+            self.steps += n;
+        }
+    }
+
+    /// Drop the steps that have started by `now`.
+    fn pop_started(&mut self, now: u64, spacing: u64) {
+        while let Some(run) = self.runs.front_mut() {
+            if run.0 > now {
+                break;
+            }
+            // with no spacing every step of the run starts at once
+            let started = (now - run.0).checked_div(spacing).map_or(run.1, |k| (k + 1).min(run.1));
+            self.steps -= started;
+            run.1 -= started;
+            if run.1 > 0 {
+                run.0 = run.0.saturating_add(started.saturating_mul(spacing));
+                break;
+            }
+            self.runs.pop_front();
+        }
+    }
+
+    /// Steps queued.
+    fn len(&self) -> u64 {
+        self.steps
+    }
+
+    /// The first queued step's start.
+    fn first(&self) -> Option<u64> {
+        self.runs.front().map(|run| run.0)
+    }
 }
 
 /// One thread's next request.
@@ -317,16 +364,20 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
     let (w, n_workers) = (worker as u64, workers as u64);
     // training steps of batches completed by the previous read
     let batch = (dl.batch_size.saturating_mul(dl.sample_size) / dl.read_threads as u64).max(1);
-    while prog.batch_bytes >= batch {
-        prog.batch_bytes -= batch;
-        let start = prog.compute_end.max(now);
-        prog.compute_end = start + dl.computation_ns;
-        prog.queue.push_back(start);
+    let batches = prog.batch_bytes / batch;
+    if batches > 0 {
+        // step i starts when batch i is read and step i - 1 has ended: the first at
+        // max(compute_end, now), the others back to back
+        prog.batch_bytes -= batches * batch;
+        let first = prog.compute_end.max(now);
+        prog.compute_end = first.saturating_add(batches.saturating_mul(dl.computation_ns));
+        prog.queue.push(first, batches);
     }
-    while prog.queue.front().is_some_and(|&t| t <= now) {
-        prog.queue.pop_front();
-    }
-    let start_at = if prog.queue.len() >= dl.prefetch.max(1) as usize { prog.queue[0] } else { now };
+    prog.queue.pop_started(now, dl.computation_ns);
+    let start_at = match prog.queue.first() {
+        Some(first) if prog.queue.len() >= u64::from(dl.prefetch.max(1)) => first,
+        _ => now,
+    };
 
     let file_size = dl.samples_per_file * dl.sample_size;
     let seed = seed ^ job.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
@@ -567,6 +618,41 @@ mod tests {
         samples.sort_unstable();
         samples.dedup();
         assert_eq!(samples.len(), 7, "13 half-sample reads cover 7 distinct samples");
+    }
+
+    #[test]
+    fn one_read_of_many_batches_queues_their_steps_as_one_run() {
+        // 1-byte samples read 64 MiB at a time: one read completes 64 Mi batches. Queued one
+        // entry per step, that took 30 s and 1.2 GB for a second of simulated time.
+        let mut dl = dlio("tfrecord", 1_000);
+        (dl.files, dl.samples_per_file, dl.sample_size, dl.transfer_size, dl.batch_size) = (1, 64 << 20, 1, 64 << 20, 1);
+        let j = job("dlio", None, Some(dl));
+        let role = Role::Dlio { worker: 0, workers: 1 };
+        let mut prog = Progress::default();
+        next_dlio(role, &j, &mut prog, 0, 1).unwrap();
+        let second = next_dlio(role, &j, &mut prog, 5, 1).unwrap();
+        assert_eq!(prog.queue.runs.len(), 1);
+        // step 0 started at 5; 64 Mi - 1 steps wait, a step every 1000 ns: the loader waits
+        // for the next one
+        assert_eq!(prog.queue.len(), (64 << 20) - 1);
+        assert_eq!(second.start_at, 1_005);
+        assert_eq!(prog.compute_end, 5 + (64 << 20) * 1_000);
+        prog.queue.pop_started(5 + 10 * 1_000, 1_000);
+        assert_eq!((prog.queue.len(), prog.queue.first()), ((64 << 20) - 11, Some(11_005)));
+    }
+
+    #[test]
+    fn training_steps_of_any_length_do_not_overflow_the_clock() {
+        // 1000 h a step and thousands of steps per read: the clock saturates instead of wrapping
+        let mut dl = dlio("tfrecord", 3_600_000_000_000_000);
+        (dl.sample_size, dl.transfer_size, dl.batch_size, dl.samples_per_file) = (1, 8192, 1, 8192);
+        let j = job("dlio", None, Some(dl));
+        let role = Role::Dlio { worker: 0, workers: 1 };
+        let mut prog = Progress::default();
+        next_dlio(role, &j, &mut prog, 0, 1).unwrap();
+        let r = next_dlio(role, &j, &mut prog, 1, 1).unwrap();
+        assert_eq!(prog.compute_end, u64::MAX);
+        assert_eq!(r.start_at, 1 + 3_600_000_000_000_000, "the next read waits for step 1 to start");
     }
 
     #[test]
