@@ -163,8 +163,8 @@ impl Sim {
                 cpus: c.client_cpus,
                 oscs: Vec::new(),
                 cpu_free_at: 0,
-                ra_workers: vec![0; (c.client_cpus / 2).max(1) as usize],
-                app_cores: vec![0; c.client_cpus.max(1) as usize],
+                ra_workers: Workers::new((c.client_cpus / 2) as usize),
+                app_cores: Workers::new(c.client_cpus as usize),
                 ra_max_pages: ra_max,
                 ra_max_pages_per_file: ra_file,
                 ra_max_read_ahead_whole_pages: (brw_pages.max(512)).min(ra_file),
@@ -910,15 +910,14 @@ impl Sim {
         o.state = OpState::Running;
         let (core, start) = self.free_core(client);
         let t = start + syscall_ns + pages * page_ns;
-        self.clients[client].app_cores[core] = t;
+        self.clients[client].app_cores.book(core, t);
         self.schedule(t, Ev::Thread(tid));
     }
 
     /// The core of `client` that is free first, and when the calling thread can start on it (now,
     /// unless every core is busy). The caller books the core until its CPU work is done.
-    fn free_core(&self, client: usize) -> (usize, u64) {
-        let cores = &self.clients[client].app_cores;
-        let (core, &free) = cores.iter().enumerate().min_by_key(|&(_, &free)| free).expect("a client has a core");
+    fn free_core(&mut self, client: usize) -> (usize, u64) {
+        let (core, free) = self.clients[client].app_cores.earliest();
         (core, free.max(self.now))
     }
 
@@ -1281,15 +1280,15 @@ impl Sim {
         for (s, e) in ra_runs {
             for (ch, pages) in self.make_chunks(client, file as u32, s, e, true, None) {
                 let workers = &mut self.clients[client].ra_workers;
-                let w = (0..workers.len()).min_by_key(|&i| workers[i]).expect("at least one worker");
-                workers[w] = workers[w].max(self.now) + pages * page_ns + extent_ns;
-                let ready = workers[w];
+                let (w, free) = workers.earliest();
+                let ready = free.max(self.now) + pages * page_ns + extent_ns;
+                workers.book(w, ready);
                 let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
                 self.schedule(ready, Ev::ChunkReady(osc, ch));
             }
         }
         let copy = npages * COPY_NS_PER_PAGE;
-        self.clients[client].app_cores[core] = t + copy;
+        self.clients[client].app_cores.book(core, t + copy);
         let th = &mut self.threads[tid as usize];
         let op = th.op.as_mut().expect("op");
         op.ready_at = t + copy;

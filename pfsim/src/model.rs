@@ -1,7 +1,8 @@
 //! Plain state of the simulated components: clients (llite), OSCs, files, threads, RPCs.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 
 use crate::stats::{LliteStats, OscCtr, OscStats, RaStats, RpcHists};
 
@@ -393,6 +394,60 @@ impl Readahead {
     }
 }
 
+/// When each of a set of identical workers (a node's cores, its read-ahead workers) is next
+/// free. The one free first is found in O(log n) instead of a scan of all of them: a node may
+/// have thousands of cores, and every system call asks.
+#[derive(Clone, Debug)]
+pub struct Workers {
+    free_at: Vec<u64>,
+    /// (free at, index), the earliest on top and the lowest index among equals, as a scan in
+    /// index order would pick. An entry whose time is no longer its worker's is stale, and
+    /// skipped.
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl Workers {
+    /// `n` workers (at least one), all free from time 0.
+    pub fn new(n: usize) -> Workers {
+        let n = n.max(1);
+        Workers { free_at: vec![0; n], heap: (0..n).map(|i| Reverse((0, i))).collect() }
+    }
+
+    /// The worker free first (the lowest index among equals) and when it is free.
+    pub fn earliest(&mut self) -> (usize, u64) {
+        loop {
+            let Reverse((t, i)) = *self.heap.peek().expect("at least one worker");
+            if self.free_at[i] == t {
+                return (i, t);
+            }
+            self.heap.pop();
+        }
+    }
+
+    /// Worker `i` is busy until `until` (never earlier than it was).
+    pub fn book(&mut self, i: usize, until: u64) {
+        debug_assert!(until >= self.free_at[i], "worker {i} booked back in time");
+        if until != self.free_at[i] {
+            self.free_at[i] = until;
+            self.heap.push(Reverse((until, i)));
+        }
+    }
+
+    /// `n` workers (at least one): new ones are free, the ones beyond `n` go.
+    pub fn resize(&mut self, n: usize) {
+        self.free_at.resize(n.max(1), 0);
+        self.heap = self.free_at.iter().enumerate().map(|(i, &t)| Reverse((t, i))).collect();
+    }
+
+    pub fn len(&self) -> usize {
+        self.free_at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.free_at.is_empty()
+    }
+}
+
 /// One mounted file system on a client node (llite instance) and the node itself.
 #[derive(Debug)]
 pub struct Client {
@@ -404,11 +459,11 @@ pub struct Client {
     /// ptlrpcd: RPC build/send/interpret work is serialised on it.
     pub cpu_free_at: u64,
     /// Read-ahead workers (max_read_ahead_async_active): when each is next free.
-    pub ra_workers: Vec<u64>,
+    pub ra_workers: Workers,
     /// The node's cores, as application threads use them: when each is next free. A system
     /// call's CPU work (copying pages, setting them up) waits for a core when every core is busy,
     /// so more threads than cores share them; with no more threads than cores it never waits.
-    pub app_cores: Vec<u64>,
+    pub app_cores: Workers,
     // llite tunables (pages where Lustre keeps pages)
     pub ra_max_pages: u64,
     pub ra_max_pages_per_file: u64,
@@ -597,7 +652,34 @@ pub struct Rpc {
 
 #[cfg(test)]
 mod tests {
-    use super::Readahead;
+    use super::{Readahead, Workers};
+
+    /// The earliest worker as a scan in index order picks it: the first of the smallest.
+    fn scan(free_at: &[u64]) -> (usize, u64) {
+        let (i, &t) = free_at.iter().enumerate().min_by_key(|&(_, &t)| t).unwrap();
+        (i, t)
+    }
+
+    #[test]
+    fn workers_pick_the_first_free_as_a_scan_would() {
+        let mut rng = crate::rng::Rng::new(5);
+        let mut workers = Workers::new(7);
+        let mut model = vec![0u64; 7];
+        for step in 0..5_000u64 {
+            let (i, t) = workers.earliest();
+            assert_eq!((i, t), scan(&model), "step {step}");
+            // book it for 0-3 ticks (0: no change, ties stay frequent)
+            let until = t + rng.below(4);
+            workers.book(i, until);
+            model[i] = until;
+            if step % 997 == 0 {
+                let n = 1 + rng.below(9) as usize;
+                workers.resize(n);
+                model.resize(n, 0);
+            }
+        }
+        assert_eq!(workers.len(), model.len());
+    }
 
     const K: u64 = 1024;
 

@@ -108,7 +108,8 @@ impl Sim {
     /// The OSC of `client` named `dev` (`<fs>-OST<hex>-osc-<instance>`): the OST index is in the
     /// name, so no search is needed (a node of a large cluster has hundreds of OSCs).
     fn find_osc(&self, client: usize, dev: &str) -> Result<usize, i32> {
-        let hex = dev.split_once("-OST").and_then(|(_, rest)| rest.get(..4)).ok_or(ENOENT)?;
+        // the last "-OST": an fsname may contain '-', even "-OST" (mkfs.lustre allows it)
+        let hex = dev.rsplit_once("-OST").and_then(|(_, rest)| rest.get(..4)).ok_or(ENOENT)?;
         let ost = usize::from_str_radix(hex, 16).map_err(|_| ENOENT)?;
         let o = *self.clients[client].oscs.get(ost).ok_or(ENOENT)? as usize;
         if self.oscs[o].name == dev {
@@ -398,7 +399,7 @@ impl Sim {
                             return Err(ERANGE);
                         }
                         c.ra_async_active = v;
-                        c.ra_workers.resize(v as usize, 0);
+                        c.ra_workers.resize(v as usize);
                     }
                     "checksums" => c.checksums = kstrtobool(value)?,
                     "fast_read" => c.fast_read = kstrtobool(value)?,
