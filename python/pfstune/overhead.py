@@ -125,7 +125,7 @@ def measure(
     divided by the OSCs (the design's "per-OSC probe, feature, inference and apply times").
     """
     source = _Source()
-    fsname, _, instance = source.llite.partition("-")
+    fsname, _, instance = source.llite.rpartition("-")  # an fsname may contain '-'
     devices = [f"{fsname}-OST{i:04x}-osc-{instance}" for i in range(oscs)]
     reports: list[TickReport] = []
     parent = tree_parent()

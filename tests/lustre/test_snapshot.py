@@ -189,6 +189,23 @@ def test_sim_tree_snapshot_matches_the_simulator_text(sim_tree: tuple[Engine, Pa
     assert "max_cached_mb" in snap["llite"][info["llite"]]
 
 
+@pytest.mark.parametrize("fsname", ["scr-1", "a-OST1"])
+def test_an_fsname_with_dashes_is_a_client_like_any_other(small_scenario: Path, tmp_path: Path, fsname: str) -> None:
+    # mkfs.lustre allows '-' in an fsname, even "-OST": device names are read from their end
+    engine = Engine(load_scenario(small_scenario, {"cluster": {"fsname": fsname}}))
+    engine.run(until_ns=500_000_000)
+    info = engine.clients()[0]
+    device = info["osc"][0]
+    assert device.startswith(f"{fsname}-OST0000-osc-")
+    engine.set_param(0, f"osc.{device}.max_rpcs_in_flight", "16")  # was ENOENT for "a-OST1"
+    assert engine.get_param(0, f"osc.{device}.max_rpcs_in_flight").strip() == "16"
+    root = tmp_path / "sim"
+    VirtualTree(engine, 0, root, log=lambda line: None).refresh()
+    snap = Prober(root).probe(1.0)
+    assert list(snap["osc"]) == info["osc"]
+    assert snap["llite"][info["llite"]]["osc"] == info["osc"]
+
+
 # --- devices coming and going ----------------------------------------------------------------
 
 

@@ -31,10 +31,11 @@ PARAM_BASES: tuple[str, ...] = (
 #: The debugfs base; unreadable for non-root users on a real client.
 DEBUGFS_BASE = "sys/kernel/debug/lustre"
 
-_OSC_NAME = re.compile(
-    r"^(?P<fsname>[A-Za-z0-9_.]{1,8})-OST(?P<index>[0-9a-fA-F]{4})-osc-(?P<instance>[0-9a-f]{1,16})$"
-)
-_LLITE_NAME = re.compile(r"^(?P<fsname>[A-Za-z0-9_.]{1,8})-(?P<instance>[0-9a-f]{1,16})$")
+#: An fsname is 1 to 8 letters, digits, '_' or '-' (mkfs.lustre's check), so it may contain
+#: '-' and even '-OST': the device name is read from its end.
+_FSNAME = r"(?P<fsname>[A-Za-z0-9_-]{1,8})"
+_OSC_NAME = re.compile(rf"^{_FSNAME}-OST(?P<index>[0-9a-fA-F]{{4}})-osc-(?P<instance>[0-9a-f]{{1,16}})$")
+_LLITE_NAME = re.compile(rf"^{_FSNAME}-(?P<instance>[0-9a-f]{{1,16}})$")
 
 
 @dataclass(frozen=True)
