@@ -1554,7 +1554,8 @@ impl Sim {
     /// client's ptlrpcd has built it.
     fn send_rpc(&mut self, id: u32) {
         let c = &self.cfg.cluster;
-        let (rpc_ns, lat, bw) = (c.client_rpc_ns, c.net_latency_ns, c.net_bandwidth_bps);
+        let (rpc_ns, lat, bw, stream) = (c.client_rpc_ns, c.net_latency_ns, c.net_bandwidth_bps, c.net_stream_bps);
+        let osts_per_oss = c.osts_per_oss;
         let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
         let osc = &mut self.oscs[rpc.osc as usize];
         let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
@@ -1577,10 +1578,11 @@ impl Sim {
         client.cpu_free_at = sent;
         rpc.sent_ns = sent;
         rpc.phase = RpcPhase::ToServer;
-        // a short-io write carries its data inside the request
+        // a short-io write carries its data inside the request, over the same links as bulk
         let mut arrive = sent + lat;
         if rpc.write && rpc.short_io {
-            arrive += (rpc.pages as f64 * PAGE as f64 * 1e9 / bw) as u64;
+            let (client, oss, bytes) = (rpc.client as usize, rpc.ost as usize / osts_per_oss, rpc.pages * PAGE);
+            arrive = transfer(&mut self.client_up[client], &mut self.oss[oss].down, sent, bytes, bw, stream) + lat;
         }
         self.seq += 1;
         self.queue.push(arrive, self.seq, Ev::Rpc(id));
@@ -1627,7 +1629,7 @@ impl Sim {
                 if write {
                     self.submit_disk(id, ost);
                 } else {
-                    self.reply(id, oss);
+                    self.reply(id, oss, 0);
                 }
             }
             RpcPhase::Disk => {
@@ -1638,7 +1640,8 @@ impl Sim {
                     set_phase(self, RpcPhase::Bulk);
                     self.schedule(done, Ev::Rpc(id));
                 } else {
-                    self.reply(id, oss);
+                    // a short-io read's data comes back inside the reply
+                    self.reply(id, oss, if write { 0 } else { bytes });
                 }
             }
             RpcPhase::Reply => self.on_reply(id),
@@ -1720,11 +1723,19 @@ impl Sim {
     }
 
     /// The service thread sends the reply and takes the next queued request.
-    fn reply(&mut self, id: u32, oss: usize) {
+    /// Send the reply (carrying `data` bytes: a short-io read's) and free the service thread.
+    fn reply(&mut self, id: u32, oss: usize, data: u64) {
         let c = &self.cfg.cluster;
-        let (lat, svc) = (c.net_latency_ns, c.oss_service_ns);
-        self.rpcs[id as usize].as_mut().expect("rpc").phase = RpcPhase::Reply;
-        self.schedule(self.now + lat, Ev::Rpc(id));
+        let (lat, svc, bw, stream) = (c.net_latency_ns, c.oss_service_ns, c.net_bandwidth_bps, c.net_stream_bps);
+        let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
+        rpc.phase = RpcPhase::Reply;
+        let leaves = if data > 0 {
+            let client = rpc.client as usize;
+            transfer(&mut self.oss[oss].up, &mut self.client_down[client], self.now, data, bw, stream)
+        } else {
+            self.now
+        };
+        self.schedule(leaves + lat, Ev::Rpc(id));
         let s = &mut self.oss[oss];
         if let Some(next) = s.queue.pop_front() {
             self.rpcs[next as usize].as_mut().expect("rpc").phase = RpcPhase::Service;

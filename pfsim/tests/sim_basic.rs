@@ -2,7 +2,7 @@
 //! should, and what the applications move matches what the RPCs carry.
 
 mod common;
-use common::{osc_names, parse_rpc_stats, scenario, Ior, Job, Scenario, GIB, MIB, SEC};
+use common::{osc_names, parse_rpc_stats, scenario, sim_from_json, Ior, Job, Scenario, GIB, MIB, SEC};
 use pfsim::stats::LliteCtr;
 use pfsim::{Config, Sim, Totals};
 
@@ -277,6 +277,26 @@ fn a_file_larger_than_its_osts_is_refused() {
     // two stripes of 1 MiB: each object holds half of the file, rounded to whole stripes
     assert!(Sim::new(Config::from_json(&job(2 * cap - 2 * MIB, 2)).unwrap()).is_ok());
     assert!(refused(&job(2 * cap + 2 * MIB, 2)).contains("cluster.ost_capacity"));
+}
+
+/// Short I/O carries its data inside the request (writes) or the reply (reads), over the same
+/// links as bulk transfers: 16 KiB RPCs from 16 threads cannot move more than a slow link
+/// carries. Before, a short-io reply cost only latency (a 1 MB/s link "carried" 220 MB/s).
+#[test]
+fn short_io_shares_the_links_with_bulk_transfers() {
+    for (workload, iosize) in [("filebench.randomread", 16 * 1024), ("filebench.randomwrite", 8 * 1024)] {
+        let job = Job::new(workload, iosize).threads(16).filesize(GIB).fsync(true);
+        let mut v: serde_json::Value = serde_json::from_str(&Scenario::new().duration_ns(5 * SEC).job(job).json()).unwrap();
+        v["cluster"]["net_bandwidth_bps"] = serde_json::json!(1e6);
+        v["cluster"]["net_stream_bps"] = serde_json::json!(1e6);
+        let mut sim = sim_from_json(&v.to_string());
+        sim.run_until(5 * SEC);
+        let t = sim.totals();
+        let carried = t.osc_read_bytes + t.osc_write_bytes;
+        assert!(carried > 0, "{workload}: nothing moved");
+        // 5 s at 1 MB/s, plus the RPCs already on their way
+        assert!(carried <= 5_000_000 + 16 * iosize, "{workload}: {carried} bytes over a 1 MB/s link in 5 s");
+    }
 }
 
 /// A DLIO dataset whose samples cannot all be numbered and placed in 64 bits is refused (the
