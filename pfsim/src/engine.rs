@@ -1935,43 +1935,56 @@ fn check_memory(cfg: &Config, n_ost: u64) -> Result<(), String> {
     const THREAD_BYTES: u64 = std::mem::size_of::<Thread>() as u64;
     const THREAD_FILE_BYTES: u64 = 4 + std::mem::size_of::<Readahead>() as u64;
     let clients = cfg.cluster.clients as u64;
-    let (mut files, mut thread_bytes) = (0u64, 0u64);
+    let (mut files, mut thread_bytes, mut map_bytes) = (0u64, 0u64, 0u64);
     for job in &cfg.jobs {
         let on = job.clients.len() as u64;
-        // (files of the job, threads, files each thread works on)
-        let (f, threads, each) = match (job.workload.as_str(), &job.ior, &job.dlio, &job.h5bench) {
+        // the page cache's map of each file on each client of the job grows to the highest page
+        // cached: a random reader of a 1 EiB file would need 1 TiB of it
+        let file_size = match (&job.dlio, &job.h5bench) {
+            (Some(dl), _) => dl.samples_per_file.saturating_mul(dl.sample_size),
+            (_, Some(h5)) => workload::h5_file_size(h5),
+            _ => job.filesize,
+        };
+        // (files of the job, threads, files each thread works on, (file, client) pairs cached)
+        let (f, threads, each, cached) = match (job.workload.as_str(), &job.ior, &job.dlio, &job.h5bench) {
             ("ior", Some(ior), ..) => {
                 let n = ior.processes.max(1) as u64;
-                (if ior.file_per_process { n } else { 1 }, n, 2)
+                // a file per process is cached by its writer and, with -C, by its reader
+                if ior.file_per_process { (n, n, 2, n.saturating_mul(on.min(2))) } else { (1, n, 2, on) }
             }
-            ("dlio", _, Some(dl), _) => (dl.files, on.saturating_mul(dl.read_threads as u64), dl.files),
-            (_, _, _, Some(h5)) => (1, h5.processes as u64, 1),
+            ("dlio", _, Some(dl), _) => (dl.files, on.saturating_mul(dl.read_threads as u64), dl.files, dl.files.saturating_mul(on)),
+            (_, _, _, Some(h5)) => (1, h5.processes as u64, 1, on),
             (w, ..) => {
+                // filebench: a file per thread and client, cached by that client only
                 let groups = on.saturating_mul(job.threads.max(1) as u64);
                 let roles = if matches!(w, "filebench.randomrw" | "filebench.seqrw") { 2 } else { 1 };
-                (groups, groups.saturating_mul(roles), 1)
+                (groups, groups.saturating_mul(roles), 1, groups)
             }
         };
         files = files.saturating_add(f);
+        let map = crate::pageset::PageSet::max_map_bytes(file_size);
+        map_bytes = map_bytes.saturating_add(cached.saturating_mul(map));
         let per_thread = THREAD_BYTES.saturating_add(each.saturating_mul(THREAD_FILE_BYTES));
         thread_bytes = thread_bytes.saturating_add(threads.saturating_mul(per_thread));
     }
     let need = clients
         .saturating_mul(n_ost.saturating_mul(OSC_BYTES).saturating_add(CLIENT_BYTES + 4 * n_ost))
         .saturating_add(files.saturating_mul(clients).saturating_mul(FILE_CLIENT_BYTES))
-        .saturating_add(thread_bytes);
+        .saturating_add(thread_bytes)
+        .saturating_add(map_bytes);
     let Some(available) = available_memory() else { return Ok(()) };
     if need <= available {
         return Ok(());
     }
     Err(format!(
-        "simulating this scenario needs at least {} of memory ({} clients x {} OSTs = {} OSCs, {} file(s) kept for every client, {} of application threads), more than the {} this machine has available",
+        "simulating this scenario needs at least {} of memory ({} clients x {} OSTs = {} OSCs, {} file(s) kept for every client, {} of application threads, up to {} of page-cache maps for its file sizes), more than the {} this machine has available",
         human_bytes(need),
         clients,
         n_ost,
         clients.saturating_mul(n_ost),
         files,
         human_bytes(thread_bytes),
+        human_bytes(map_bytes),
         human_bytes(available)
     ))
 }

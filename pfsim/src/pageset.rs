@@ -42,6 +42,12 @@ impl PageSet {
         PageSet::default()
     }
 
+    /// The most memory the block map of one file of `bytes` can take (when its last page is
+    /// cached): one slot per 16 MiB of file, whatever is cached.
+    pub fn max_map_bytes(bytes: u64) -> u64 {
+        (bytes / crate::model::PAGE / BLOCK_PAGES + 1).saturating_mul(std::mem::size_of::<Slot>() as u64)
+    }
+
     /// Number of pages in the set.
     pub fn len(&self) -> u64 {
         self.count

@@ -327,6 +327,21 @@ fn a_cluster_too_large_for_memory_is_refused_before_set_up() {
     assert!(err.starts_with("simulating this scenario needs at least") && err.contains("this machine has available"), "{err}");
 }
 
+/// The page cache's map of a file grows to the highest page cached: a random reader of a 1 EiB
+/// file would need 1 TiB of it. Refused with the reason, where set-up used to abort on the
+/// allocation.
+#[test]
+fn a_file_whose_cache_map_cannot_fit_in_memory_is_refused() {
+    if !std::path::Path::new("/proc/meminfo").exists() {
+        return;
+    }
+    let job = Job::new("filebench.randomread", 4096).filesize(1 << 60).stripes(8, MIB);
+    let mut v: serde_json::Value = serde_json::from_str(&Scenario::new().job(job).json()).unwrap();
+    v["cluster"]["ost_capacity_bytes"] = serde_json::json!(1u64 << 62);
+    let err = refused(&v.to_string());
+    assert!(err.contains("1.0 TiB of page-cache maps"), "{err}");
+}
+
 /// Application threads share their node's cores: reading a file that sits in the page cache is
 /// CPU work (the system call, the copy), so up to `client_cpus` threads read side by side and
 /// more only take turns.
