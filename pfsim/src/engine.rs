@@ -394,11 +394,9 @@ impl Sim {
         if bytes <= capacity {
             return Ok(());
         }
+        let (put, holds) = human_over(bytes, capacity);
         Err(format!(
-            "the scenario's files put {} on OST{:04x}, which holds {} (cluster.ost_capacity); use fewer or smaller files, or more OSTs",
-            human_bytes(bytes),
-            ost,
-            human_bytes(capacity)
+            "the scenario's files put {put} on OST{ost:04x}, which holds {holds} (cluster.ost_capacity); use fewer or smaller files, or more OSTs"
         ))
     }
 
@@ -411,13 +409,12 @@ impl Sim {
         if largest <= capacity {
             return Ok(());
         }
+        let (put, holds) = human_over(largest, capacity);
         Err(format!(
-            "job {:?}: its file of {} over {} OST(s) puts {} on one OST, which holds {} (cluster.ost_capacity); stripe it over more OSTs (stripe_count, -1 for all)",
+            "job {:?}: its file of {} over {} OST(s) puts {put} on one OST, which holds {holds} (cluster.ost_capacity); stripe it over more OSTs (stripe_count, -1 for all)",
             job.name,
             human_bytes(size),
             count,
-            human_bytes(largest),
-            human_bytes(capacity)
         ))
     }
 
@@ -1998,6 +1995,14 @@ fn available_memory() -> Option<u64> {
 }
 
 /// `bytes` in the largest binary unit that leaves at least 1 (`1.5 GiB`, `440 GiB`, `512 B`).
+/// `bytes` and `limit` (`bytes` > `limit`) for a message, in exact bytes where the rounded
+/// figures would read the same ("440 GiB, which holds 440 GiB").
+fn human_over(bytes: u64, limit: u64) -> (String, String) {
+    let (a, b) = (human_bytes(bytes), human_bytes(limit));
+    // "440.0 GiB" reads as "440 GiB"
+    if a.replace(".0 ", " ") == b.replace(".0 ", " ") { (format!("{bytes} bytes"), format!("{limit} bytes")) } else { (a, b) }
+}
+
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut value = bytes as f64;
@@ -2221,9 +2226,17 @@ fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64
 
 #[cfg(test)]
 mod tests {
-    use super::{stride_runs_within, take_pages, PAGE};
+    use super::{human_over, stride_runs_within, take_pages, PAGE};
     use crate::model::Readahead;
     use crate::rng::Rng;
+
+    #[test]
+    fn an_overflow_message_never_reads_as_equal_figures() {
+        let gib = 1u64 << 30;
+        assert_eq!(human_over(2 * gib, gib), ("2 GiB".to_string(), "1 GiB".to_string()));
+        let (put, holds) = human_over(440 * gib + 4096, 440 * gib);
+        assert_eq!((put.as_str(), holds.as_str()), ("472446406656 bytes", "472446402560 bytes"));
+    }
 
     /// The runs are exactly the pages `page_in_stride` accepts, merged, for strides aligned to
     /// pages or not.
