@@ -1719,8 +1719,8 @@ impl Sim {
         self.dispatch_disk(ost);
     }
 
-    /// The service thread sends the reply and takes the next queued request.
-    /// Send the reply (carrying `data` bytes: a short-io read's) and free the service thread.
+    /// The service thread sends the reply (carrying `data` bytes: a short-io read's) and takes
+    /// the next queued request.
     fn reply(&mut self, id: u32, oss: usize, data: u64) {
         let c = &self.cfg.cluster;
         let (lat, svc, bw, stream) = (c.net_latency_ns, c.oss_service_ns, c.net_bandwidth_bps, c.net_stream_bps);
