@@ -243,8 +243,11 @@ impl Sim {
         sim.create_threads(&mut rng)?;
         sim.check_osts_hold_the_files()?;
         sim.rng = rng;
-        // tunables of the scenario, applied to every matching device before anything runs
-        let tunables = sim.cfg.tunables.clone();
+        // tunables of the scenario, applied to every matching device before anything runs; each
+        // listed value must be the one in force, so max_dirty_mb goes after the RPC parameters
+        // whose writes may raise it (client_adjust_max_dirty(), which also turns a 0 into 2000)
+        let mut tunables: Vec<(String, String)> = sim.cfg.tunables.clone().into_iter().collect();
+        tunables.sort_by_key(|(name, _)| name.ends_with(".max_dirty_mb") || name == "max_dirty_mb");
         for (name, value) in &tunables {
             sim.set_everywhere(name, value)
                 .map_err(|e| format!("tunable {name}={value}: {}", sim.refusal(0, name, e)))?;

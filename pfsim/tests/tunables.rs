@@ -302,6 +302,18 @@ fn scenario_tunables_are_checked() {
     assert!(err.contains("max_pages_per_rpc") && err.contains("Numerical result out of range"), "{err}");
 }
 
+/// Every value a scenario lists is the one in force at the start: a write of max_pages_per_rpc
+/// calls client_adjust_max_dirty(), which turns a max_dirty_mb of 0 into 2000 and raises a
+/// smaller one, so the scenario's max_dirty_mb is applied after it (in name order it came first).
+#[test]
+fn scenario_tunables_are_all_in_force_whatever_their_names_order() {
+    for (dirty, mppr) in [("0", "256"), ("16", "1024")] {
+        let sim = Scenario::new().tunable("osc.max_dirty_mb", dirty).tunable("osc.max_pages_per_rpc", mppr).build();
+        assert_eq!(value(&sim, "osc.max_dirty_mb"), dirty);
+        assert_eq!(value(&sim, "osc.max_pages_per_rpc"), mppr);
+    }
+}
+
 #[test]
 fn defaults_are_lustres() {
     let sim = idle();

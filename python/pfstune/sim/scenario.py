@@ -9,7 +9,9 @@ A scenario is a YAML file (examples in ``shared/scenarios/``)::
     cluster:                     # default: preset cloudlab-c6525, unchanged
       preset: cloudlab-c6525     # see pfstune.sim.presets; `pfstune sim presets` lists them
       clients: 5                 # any preset field can be overridden
-    tunables:                    # initial value on every matching device; Lustre defaults where absent
+    tunables:                    # initial value on every matching device; Lustre defaults where absent;
+                                 # every listed value is in force at the start (max_dirty_mb is
+                                 # written after the RPC parameters that may raise it)
       osc.max_pages_per_rpc: 1024
       osc.max_rpcs_in_flight: 8
     jobs:                        # required, at least one
