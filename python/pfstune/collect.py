@@ -1,6 +1,6 @@
 """Simulated training data, recorded the way DIAL recorded its real data (``pfstune collect``).
 
-DIAL's collector (``shared/data/dial-lustre/README.md``) probed every OSC of a client every
+DIAL's collector (``../shared/data/dial-lustre/README.md``) probed every OSC of a client every
 ~0.5 s and, after every probe, wrote a random dial99 configuration to every OSC, so that each
 recorded interval ran under a random configuration.  :func:`collect` does the same on the sim
 backend: each (scenario, seed) pair is one run of the scenario (engine seeded with ``seed``)

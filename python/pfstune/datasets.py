@@ -7,7 +7,7 @@ A dataset is one or more Parquet files (a directory stands for the ``*.parquet``
 Each row is one interval of one client OSC.  :func:`load_dataset` reads two layouts and returns
 the same frame for both:
 
-(a) **The real dataset** (``shared/data/dial-lustre/dev.parquet``, DIAL's CSV columns): it has
+(a) **The real dataset** (``../shared/data/dial-lustre/dev.parquet``, DIAL's CSV columns): it has
     :data:`pfstune.features.RAW_COLUMNS` but not all of :data:`~pfstune.features.FEATURE_COLUMNS`.
     Its rows are mapped by :func:`pfstune.features.from_dataset` (design rule 1: one feature
     path) and marked ``source = "real"``.

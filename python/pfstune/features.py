@@ -1,7 +1,7 @@
 """The features a model sees: the only place they are computed (design rule 1).
 
 Every feature comes from parsed Lustre statistics, whatever their source: a real client, pfsim's
-text, or the recorded real dataset (``shared/data/dial-lustre``, DIAL's CSV columns).  Training
+text, or the recorded real dataset (``../shared/data/dial-lustre``, DIAL's CSV columns).  Training
 and serving therefore share this module, and the DIAL column names and definitions are kept
 *exactly* so that rows computed here and rows of the dataset mean the same thing.
 

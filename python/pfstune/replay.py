@@ -1,6 +1,6 @@
-"""Offline replay of a tuner on recorded per-OSC measurements (design.md, "Offline replay on real data").
+"""Offline replay of a tuner on recorded per-OSC measurements (../shared/docs/design.md, "Offline replay on real data").
 
-For a dataset in the schema of ``shared/data/dial-lustre`` (or any Parquet file with its columns):
+For a dataset in the schema of ``../shared/data/dial-lustre`` (or any Parquet file with its columns):
 
 - **Value table.** value(w, c) is the mean per-interval OSC throughput of the rows of workload w
   recorded under configuration c in which the OSC carried data.  Idle intervals and rows of zero

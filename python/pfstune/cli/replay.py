@@ -1,4 +1,4 @@
-"""``pfstune replay``: score a tuner offline on recorded per-OSC measurements (design.md)."""
+"""``pfstune replay``: score a tuner offline on recorded per-OSC measurements (../shared/docs/design.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "replay",
         help="score a tuner offline on recorded measurements",
         description=(
-            "Replay a tuner over every OSC series of DATASET (the shared/data/dial-lustre schema): at each "
+            "Replay a tuner over every OSC series of DATASET (the schema of ../shared/data/dial-lustre): at each "
             "row it proposes the next configuration; the proposal is scored by the dataset's own mean "
             "throughput of that configuration for that workload, over the best configuration's. The "
             "default (1024, 8) is scored the same way (the 'default' column). The recording does not "

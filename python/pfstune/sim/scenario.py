@@ -1,6 +1,6 @@
 """Scenario files: a simulated cluster, its initial tunables, and the jobs that run on it.
 
-A scenario is a YAML file (examples in ``shared/scenarios/``)::
+A scenario is a YAML file (examples in ``../shared/scenarios/`` beside the repository)::
 
     name: rnd_r_1_io_1m          # required
     seed: 7                      # default 0
@@ -44,13 +44,15 @@ lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_
 ``dim_3`` (1), ``timesteps`` (5), ``compute_time`` (EMULATED_COMPUTE_TIME_PER_TIMESTEP, 1s);
 vpic: ``file_pattern`` (contig|interleaved|strided, contig); bdcats: ``read_option``
 (full|partial|strided, full) and ``to_read_num_particles``; strided access: ``stride_size``,
-``block_size``, ``block_cnt``.  Both kernels repeat until the job stops.
+``block_size``, ``block_cnt``.  Both kernels end after their last timestep (as h5bench
+does); give enough ``timesteps`` to outlast the job.
 
 ``dlio`` jobs take the DLIO benchmark's settings: ``model`` (a preset from DLIO's published
 workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overrides it),
 ``format`` (tfrecord|npz: whole files in order; indexed_binary|mmap_indexed_binary: samples at
-shuffled offsets), ``files`` (num_files_train), ``samples_per_file``, ``sample_size``
-(record_length), ``transfer_size`` (default the sample size), ``read_threads`` (1 per client;
+shuffled offsets; default npz), ``files`` (num_files_train), ``samples_per_file``,
+``sample_size`` (record_length; these three are required unless ``model`` gives them),
+``transfer_size`` (default the sample size), ``read_threads`` (1 per client;
 each client is one rank), ``batch_size`` (1), ``computation_time`` (per batch, 0s) and
 ``prefetch_size`` (2).
 

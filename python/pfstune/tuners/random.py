@@ -1,6 +1,6 @@
 """The ``random`` tuner: DIAL's data collector as a policy -- a random dial99 configuration every probe.
 
-DIAL's training data (seed 000, ``shared/data/dial-lustre``) was recorded by writing, after every
+DIAL's training data (seed 000, ``../shared/data/dial-lustre``) was recorded by writing, after every
 probe, a configuration drawn uniformly from the dial99 grid (``max_pages_per_rpc`` in 2^0..2^10
 x ``max_rpcs_in_flight`` in 2^0..2^8) to every OSC.  This tuner does the same, so that
 ``pfstune collect`` can record simulated data the way the real data was recorded.
