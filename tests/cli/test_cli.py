@@ -61,7 +61,8 @@ def test_every_help_has_a_description(command: list[str], capsys: pytest.Capture
         (["train", "x.parquet", "--out", "m", "--seed", "-1"], "pfstune train"),
         (["overhead", "--oscs", "abc"], "pfstune overhead"),
         (["sim", "serve", "x.yaml", "--root", "r", "--speed", "1e308"], "pfstune sim serve"),
-        (["agent", "--no-such-flag"], "pfstune"),  # argparse reports unknown options at the top
+        (["agent", "--no-such-flag"], "pfstune agent"),
+        (["sim", "run", "x.yaml", "--bogus"], "pfstune sim run"),
     ],
 )
 def test_command_line_mistakes_are_one_line(

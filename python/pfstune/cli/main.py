@@ -48,6 +48,19 @@ class _Parser(argparse.ArgumentParser):
         """Print ``<command>: error: <message>`` and exit with status 2."""
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, but a sub-command refuses options it does not know itself.
+
+        argparse hands a sub-command's unknown options up to the top parser, whose error would
+        name ``pfstune`` instead of the command they were given to.
+        """
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and " " in self.prog:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The full ``pfstune`` argument parser."""
