@@ -830,3 +830,34 @@ def test_on_the_real_2_10_fixture(tmp_path: Path, state_dir: Path) -> None:
             act.apply("lustrefs-OST0000-osc-MDT0000", {"max_rpcs_in_flight": 16})
     assert (root / "proc/fs/lustre/osc" / device / "max_rpcs_in_flight").read_text().strip() == "8"
     assert (root / "proc/fs/lustre/osc" / device / "max_pages_per_rpc").read_text().strip() == "1024"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+def test_a_parameter_file_that_is_not_a_regular_file_is_refused_without_blocking(tmp_path: Path, kind: str) -> None:
+    # sysfs and procfs files are regular files; a FIFO in a tunable's place blocked open() (and
+    # SIGTERM with it), /dev/zero never ended a read
+    from pfstune.lustre.actuator import read_param, write_param
+
+    path = tmp_path / "max_rpcs_in_flight"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    with pytest.raises(OSError, match="not a regular file"):
+        read_param(path)
+    if kind == "/dev/zero":
+        with pytest.raises(OSError, match="not a regular file"):
+            write_param(path, "8")
+    else:  # no reader: O_NONBLOCK makes open() fail at once (ENXIO) instead of waiting for one
+        with pytest.raises(OSError, match="No such device or address|not a regular file"):
+            write_param(path, "8")
+
+
+def test_a_value_that_is_not_ascii_is_an_os_error(tmp_path: Path) -> None:
+    from pfstune.lustre.actuator import write_param
+
+    path = tmp_path / "max_rpcs_in_flight"
+    path.write_text("8")
+    with pytest.raises(OSError, match="is not ASCII"):
+        write_param(path, "\u00e9")
+    assert path.read_text() == "8"

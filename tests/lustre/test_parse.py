@@ -3,6 +3,7 @@ docs/lustre-client.md, and pfsim's 2.15.0/2.15.5/2.15.7 text; damage never yield
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 from pathlib import Path
 from typing import Any
@@ -685,3 +686,51 @@ def test_pfsim_text_round_trip(version: str, unit: str, tmp_path: Path) -> None:
     for value in texts.values():  # every one-line file is a scalar
         if value.count("\n") == 1:
             parse_scalar(value)
+
+
+@pytest.mark.parametrize(
+    ("parser", "start"),
+    [
+        (parse.parse_stats, "snapshot_time"),
+        (parse.parse_stats, "snapshot_time: 1.000000000"),
+        (parse.parse_rpc_stats, "snapshot_time: 1"),
+        (parse.parse_rpc_stats, "pages per rpc"),
+        (parse.parse_key_values, "read RPCs in flight"),
+        (parse.parse_osc_stats, "snapshot_time"),
+    ],
+)
+def test_a_long_run_of_blanks_is_read_in_linear_time(parser: Any, start: str) -> None:
+    # adjacent repetitions of blanks (\s*:?\s*) backtracked quadratically: 16,000 blanks took
+    # seconds and a 1 MiB line hours; 200,000 take milliseconds now
+    for text in (start + " " * 200_000 + "x\n", start + ":" + " " * 200_000 + "x\n"):
+        problems: list[str] = []
+        with contextlib.suppress(parse.ParseError):
+            parser(text, problems)
+
+
+def test_digits_of_other_scripts_are_not_numbers() -> None:
+    problems: list[str] = []
+    with pytest.raises(parse.ParseError):
+        parse.parse_stats("snapshot_time 1.5 secs.nsecs\nost_write \u0663\u0664 samples [usec] 1 2 3\n", problems)
+    assert parse.parse_scalar("\u0668") == "\u0668"  # text, not 8
+    with pytest.raises(parse.ParseError, match="not a 'name: number' line"):
+        parse.parse_key_values("used_mb: \u0967\u0968\u0969\n", problems)
+
+
+def test_a_histogram_row_with_leading_blanks_reads_the_same_on_both_paths() -> None:
+    text = (OST0 / "rpc_stats").read_text()
+    lines = text.split("\n")
+    row = next(k for k, line in enumerate(lines) if line.startswith("1:"))
+    lines[row] = "    " + lines[row]
+    indented = "\n".join(lines)
+    fast: list[str] = []
+    slow: list[str] = []
+    assert parse.parse_rpc_stats(indented, fast) == parse.parse_rpc_stats(indented + "\x00\x00", slow)
+    assert fast == []
+    assert slow == []
+
+
+def test_a_get_param_line_of_many_dots_without_a_value_is_read_in_linear_time() -> None:
+    # the name pattern nested two repetitions that both took dots: exponential without '='
+    with pytest.raises(parse.ParseError, match="no 'name=value'"):
+        parse_get_param("osc." + "b." * 5_000 + " x\n")

@@ -263,3 +263,34 @@ def test_recover_without_permission_keeps_the_file(state_dir: Path, tmp_path: Pa
     with pytest.raises(PermissionError):
         recover(state_dir, read=lambda p: p.read_text(), write=write)
     assert (state_dir / "originals.json").exists()
+
+
+def test_an_original_that_is_not_an_integer_is_not_written_back(tmp_path: Path) -> None:
+    # a state file is input: a value written back as root must be what such a parameter holds
+    root = build_tree(tmp_path / "root")
+    sys_osc = root / f"sys/fs/lustre/osc/{OSC}"
+    (sys_osc / "max_rpcs_in_flight").write_text("64")
+    (sys_osc / "max_pages_per_rpc").write_text("64")
+    originals = {
+        f"osc.{OSC}.max_rpcs_in_flight": Original(str(sys_osc / "max_rpcs_in_flight"), "abc\n9"),
+        f"osc.{OSC}.max_pages_per_rpc": Original(str(sys_osc / "max_pages_per_rpc"), "\u0661\u0660\u0662\u0664"),
+    }
+    written: list[Path] = []
+    done, failed = restore_originals(
+        originals, root=str(root), read=lambda p: p.read_text(), write=lambda p, t: written.append(p)
+    )
+    assert done == []
+    assert written == []
+    assert all("is not an integer" in why for why in failed.values()), failed
+
+
+@pytest.mark.parametrize("kind", ["not utf-8", "a directory"])
+def test_an_unreadable_originals_file_is_a_user_error(state_dir: Path, kind: str) -> None:
+    state_dir.mkdir(parents=True)
+    path = state_dir / "originals.json"
+    if kind == "a directory":
+        path.mkdir()
+    else:
+        path.write_bytes(b"\xff\xfe{")
+    with pytest.raises(UserError, match="cannot read it as a pfstune originals file"):
+        load_originals(state_dir)

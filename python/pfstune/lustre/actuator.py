@@ -49,6 +49,7 @@ import errno
 import logging
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -125,10 +126,39 @@ class WriteError(ActuatorError):
         self.failures = failures
 
 
+#: A parameter file is a few bytes; more than this is not one (the prober's limit is larger:
+#: it reads statistics).
+MAX_PARAM_BYTES = 64 * 1024
+
+
+def _open_param(path: Path, flags: int) -> int:
+    """Open a parameter file without blocking, refusing anything but a regular file.
+
+    sysfs and procfs files are regular files. A FIFO put in a tunable's place would block the
+    agent in ``open()`` (and SIGTERM with it), and ``/dev/zero`` would never end a read.
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file (a parameter file is one)", str(path))
+    return fd
+
+
 def read_param(path: Path) -> str:
-    """The text of a parameter file, as ``lctl get_param`` reads it."""
-    with open(path, encoding="ascii", errors="replace") as file:
-        return file.read()
+    """The text of a parameter file, as ``lctl get_param`` reads it (at most 64 KiB)."""
+    fd = _open_param(path, os.O_RDONLY)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size < MAX_PARAM_BYTES:  # seq_file hands out a large file in several reads
+            chunk = os.read(fd, MAX_PARAM_BYTES - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("ascii", errors="replace")
 
 
 def write_param(path: Path, value: str) -> None:
@@ -140,8 +170,11 @@ def write_param(path: Path, value: str) -> None:
     files (tests, ``pfstune sim serve``) needs it or ``8`` written over ``1024`` reads ``8024``.
     Never O_CREAT: a parameter that does not exist must not be invented.
     """
-    data = value.encode("ascii")
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    try:
+        data = value.encode("ascii")
+    except UnicodeEncodeError:
+        raise OSError(errno.EINVAL, f"{value!r} is not ASCII", str(path)) from None
+    fd = _open_param(path, os.O_WRONLY | os.O_TRUNC)
     try:
         written = os.write(fd, data)
     finally:

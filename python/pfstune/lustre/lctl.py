@@ -35,7 +35,9 @@ from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
 log = logging.getLogger("pfstune.lustre")
 
 #: ``kind.device.param=`` at the start of a line: a dotted name without spaces before the first '='.
-_NAME = re.compile(r"([A-Za-z][\w-]*(?:\.[^\s=]+)+)=")
+# segments cannot hold a dot, so a line without '=' fails in linear time (with [^\s=]+ the
+# nested repetition backtracked exponentially on a name of many dots)
+_NAME = re.compile(r"([A-Za-z][\w-]*(?:\.[^\s=.]+)+)=", re.ASCII)
 
 
 def parse_get_param(text: str) -> dict[str, str]:

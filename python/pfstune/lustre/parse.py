@@ -87,13 +87,18 @@ class ParseError(PfstuneError):
 
 
 # --- shared pieces ---------------------------------------------------------------------------
+#
+# Every pattern is ASCII (Lustre prints ASCII; ``\d`` would take other scripts' digits) and
+# never puts two repetitions that can match the same characters side by side (``\s*:?\s*``): on
+# a long run of blanks those backtrack in quadratic time, and a damaged file may hold one.
 
 #: ``snapshot_time[ ]*[:] SECS[.FRAC] [secs.nsecs|(secs.nsecs)|(secs.usecs)]``, any header style.
 _HEADER = re.compile(
-    r"\s*(snapshot_time|start_time|elapsed_time)\s*:?\s*(\d+)(?:\.(\d+))?\s*(\(?secs\.(?:nsecs|usecs)\)?)?\s*$"
+    r"\s*(snapshot_time|start_time|elapsed_time)(?:\s*:)?\s*(\d+)(?:\.(\d+))?(?:\s*(\(?secs\.(?:nsecs|usecs)\)?))?\s*$",
+    re.ASCII,
 )
-_INT = re.compile(r"-?\d+")
-_FLOAT = re.compile(r"-?\d+\.\d+")
+_INT = re.compile(r"-?\d+", re.ASCII)
+_FLOAT = re.compile(r"-?\d+\.\d+", re.ASCII)
 
 
 def _split_lines(text: str, problems: list[str]) -> list[str]:
@@ -151,7 +156,9 @@ def _require_text(fmt: str, text: str) -> None:
 # --- stats -----------------------------------------------------------------------------------
 
 #: ``NAME COUNT samples [UNIT]`` then nothing, ``MIN MAX SUM`` or ``MIN MAX SUM SUMSQ``.
-_COUNTER = re.compile(r"(\S+)\s+(\d+)\s+samples\s+\[([^\]\s]*)\](?:\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)(?:\s+(\d+))?)?\s*$")
+_COUNTER = re.compile(
+    r"(\S+)\s+(\d+)\s+samples\s+\[([^\]\s]*)\](?:\s+(-?\d+)\s+(-?\d+)\s+(-?\d+)(?:\s+(\d+))?)?\s*$", re.ASCII
+)
 
 
 # The fast paths read text laid out exactly as Lustre prints it with one regex scan of the whole
@@ -160,9 +167,11 @@ _COUNTER = re.compile(r"(\S+)\s+(\d+)\s+samples\s+\[([^\]\s]*)\](?:\s+(-?\d+)\s+
 # patterns never match a newline (no \\s), so each match is one whole line, and counting matches
 # against newlines proves that every line was read.
 _HEADER_FAST = re.compile(
-    r"^(snapshot_time|start_time|elapsed_time) *:? +(\d+\.\d{9}) (?:secs\.nsecs|\(secs\.nsecs\))$", re.M
+    r"^(snapshot_time|start_time|elapsed_time)(?: *:)? +(\d+\.\d{9}) (?:secs\.nsecs|\(secs\.nsecs\))$", re.M | re.ASCII
 )
-_COUNTER_FAST = re.compile(r"^(\S+) +(\d+) samples \[(\w*)\](?: (-?\d+) (-?\d+) (-?\d+)(?: (\d+))?)?$", re.M)
+_COUNTER_FAST = re.compile(
+    r"^(\S+) +(\d+) samples \[(\w*)\](?: (-?\d+) (-?\d+) (-?\d+)(?: (\d+))?)?$", re.M | re.ASCII
+)
 
 
 def _stats_fast(text: str) -> tuple[Header, dict[str, Counter]] | None:
@@ -234,15 +243,15 @@ def parse_stats(text: str, problems: list[str] | None = None) -> tuple[Header, d
 # --- rpc_stats -------------------------------------------------------------------------------
 
 #: ``LABEL:<TAB><TAB>RPCS PCT CUM | RPCS PCT CUM`` (the two-column row of the three histograms).
-_ROW2 = re.compile(r"(\d+):\s+(\d+)\s+(\d+)\s+(\d+)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
+_ROW2 = re.compile(r"\s*(\d+):\s+(\d+)\s+(\d+)\s+(\d+)\s+\|\s+(\d+)\s+(\d+)\s+(\d+)\s*$", re.ASCII)
 #: ``LABEL:<TAB><TAB>RPCS PCT CUM`` (one-column blocks: mdc ``modify``).
-_ROW1 = re.compile(r"(\d+):\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
+_ROW1 = re.compile(r"\s*(\d+):\s+(\d+)\s+(\d+)\s+(\d+)\s*$", re.ASCII)
 #: A block title: ``pages per rpc         rpcs   % cum % |       rpcs   % cum %`` (``%%`` in vendor text).
-_TITLE = re.compile(r"([A-Za-z][^|%]*?)\s+(?:rpcs|count)\s+%{1,2}\s+cum\s+%{1,2}\s*(\|)?")
+_TITLE = re.compile(r"([A-Za-z](?:[^|%]*[^|%\s])?)\s+(?:rpcs|count)\s+%{1,2}\s+cum\s+%{1,2}\s*(\|)?", re.ASCII)
 #: The ``<TAB><TAB><TAB>read<TAB><TAB><TAB>write`` (or ``modify``) line above a title.
-_COLUMNS = re.compile(r"\s*(?:read\s+write|modify)\s*$")
+_COLUMNS = re.compile(r"\s*(?:read\s+write|modify)\s*$", re.ASCII)
 #: ``read RPCs in flight:  0`` and the other instantaneous lines.
-_INSTANT = re.compile(r"([A-Za-z][A-Za-z_ ]*?)\s*:\s*(-?\d+)\s*$")
+_INSTANT = re.compile(r"([A-Za-z](?:[A-Za-z_ ]*[A-Za-z_])?)\s*:\s*(-?\d+)\s*$", re.ASCII)
 
 _INSTANT_KEYS = {
     "read rpcs in flight": "read_rpcs_in_flight",
@@ -583,7 +592,7 @@ def parse_scalar(text: str) -> int | str:
 
 
 #: ``name: value`` (max_cached_mb) or ``name<TAB><TAB>value`` (osc_stats); names may hold spaces.
-_KEY_VALUE = re.compile(r"\s*([A-Za-z_][\w ]*?)(?:\s*:\s*|\s+)(-?\d+)\s*$")
+_KEY_VALUE = re.compile(r"\s*([A-Za-z_](?:[\w ]*\w)?)(?:\s*:\s*|\s+)(-?\d+)\s*$", re.ASCII)
 
 
 def _key_values(fmt: str, text: str, problems: list[str] | None) -> tuple[Header, dict[str, int]]:

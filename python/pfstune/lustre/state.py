@@ -39,6 +39,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -191,6 +192,12 @@ def load_originals(state_dir: Path) -> SavedState | None:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as err:  # a directory, unreadable, not text
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UserError(
+            f"{path}: cannot read it as a pfstune originals file ({reason}); restore the values it "
+            "lists by hand (lctl set_param NAME=VALUE), then remove it"
+        ) from None
     try:
         data = json.loads(text)
         if data.get("version") != STATE_VERSION:
@@ -268,6 +275,10 @@ class OriginalsFile:
         )
 
 
+#: What a parameter pfstune writes holds (ASCII digits: ``int()`` would take other scripts').
+_INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
+
+
 def _check_entry(name: str, original: Original, root: str) -> str | None:
     """Why an entry must not be written back (None if it may): allow-listed, and at lctl's place.
 
@@ -286,6 +297,8 @@ def _check_entry(name: str, original: Original, root: str) -> str | None:
     expected = {str(Path(root) / base / kind / device / param) for base in PARAM_BASES}
     if original.path not in expected:
         return f"path {original.path} is not where lctl keeps {name} under {root}"
+    if not _INTEGER.fullmatch(original.value.strip()):  # every parameter pfstune writes is one
+        return f"value {original.value!r} is not an integer"
     return None
 
 
