@@ -222,6 +222,9 @@ def test_recover_refuses_entries_that_are_not_allow_listed_lustre_files(
     assert writes == []
     assert victim.read_text() == "precious"
     assert caplog.text.count("not restoring") == 3
+    # the file is gone, so the log names each value for a person to restore by hand
+    assert f"osc.{OSC}.active='0'" in caplog.text
+    assert "restore them by hand" in caplog.text
     assert not (state_dir / "originals.json").exists()
 
 

@@ -395,7 +395,12 @@ def recover(state_dir: Path, *, read: ReadFn, write: WriteFn, logger: logging.Lo
     )  # fmt: skip
     done, failed = restore_originals(saved.originals, root=saved.root, read=read, write=write, logger=logger)
     if failed:
-        logger.error("%d original(s) could not be restored: %s", len(failed), ", ".join(sorted(failed)))
+        # the file goes, so the log keeps what a person needs to restore them by hand
+        by_hand = ", ".join(f"{name}={saved.originals[name].value!r}" for name in sorted(failed))
+        logger.error(
+            "%d original(s) could not be restored; restore them by hand (lctl set_param NAME=VALUE): %s",
+            len(failed), by_hand,
+        )  # fmt: skip
     saved.path.unlink()
     _fsync_dir(state_dir)
     return done
