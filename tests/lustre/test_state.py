@@ -228,11 +228,17 @@ def test_recover_refuses_entries_that_are_not_allow_listed_lustre_files(
     assert not (state_dir / "originals.json").exists()
 
 
-def test_restore_counts_a_vanished_device_as_done_and_reports_kernel_errors(tmp_path: Path) -> None:
+def _changed_osc(tmp_path: Path, **values: str) -> tuple[Path, Path]:
+    """A client tree whose first OSC's sysfs files hold ``values`` (as an agent left them)."""
     root = build_tree(tmp_path / "root")
     sys_osc = root / f"sys/fs/lustre/osc/{OSC}"
-    (sys_osc / "max_rpcs_in_flight").write_text("64")
-    (sys_osc / "max_dirty_mb").write_text("300")
+    for param, value in values.items():
+        (sys_osc / param).write_text(value)
+    return root, sys_osc
+
+
+def test_restore_counts_a_vanished_device_as_done_and_reports_kernel_errors(tmp_path: Path) -> None:
+    root, sys_osc = _changed_osc(tmp_path, max_rpcs_in_flight="64", max_dirty_mb="300")
     originals = {
         f"osc.{OSC}.max_rpcs_in_flight": Original(str(sys_osc / "max_rpcs_in_flight"), "8"),
         f"osc.{OSC}.max_dirty_mb": Original(str(sys_osc / "max_dirty_mb"), "2000"),
@@ -270,10 +276,7 @@ def test_recover_without_permission_keeps_the_file(state_dir: Path, tmp_path: Pa
 
 def test_an_original_that_is_not_an_integer_is_not_written_back(tmp_path: Path) -> None:
     # a state file is input: a value written back as root must be what such a parameter holds
-    root = build_tree(tmp_path / "root")
-    sys_osc = root / f"sys/fs/lustre/osc/{OSC}"
-    (sys_osc / "max_rpcs_in_flight").write_text("64")
-    (sys_osc / "max_pages_per_rpc").write_text("64")
+    root, sys_osc = _changed_osc(tmp_path, max_rpcs_in_flight="64", max_pages_per_rpc="64")
     originals = {
         f"osc.{OSC}.max_rpcs_in_flight": Original(str(sys_osc / "max_rpcs_in_flight"), "abc\n9"),
         f"osc.{OSC}.max_pages_per_rpc": Original(str(sys_osc / "max_pages_per_rpc"), "\u0661\u0660\u0662\u0664"),
