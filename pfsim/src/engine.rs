@@ -1997,7 +1997,6 @@ fn available_memory() -> Option<u64> {
     Some(kib.saturating_mul(1024))
 }
 
-/// `bytes` in the largest binary unit that leaves at least 1 (`1.5 GiB`, `440 GiB`, `512 B`).
 /// `bytes` and `limit` (`bytes` > `limit`) for a message, in exact bytes where the rounded
 /// figures would read the same ("440 GiB, which holds 440 GiB").
 fn human_over(bytes: u64, limit: u64) -> (String, String) {
@@ -2006,6 +2005,7 @@ fn human_over(bytes: u64, limit: u64) -> (String, String) {
     if a.replace(".0 ", " ") == b.replace(".0 ", " ") { (format!("{bytes} bytes"), format!("{limit} bytes")) } else { (a, b) }
 }
 
+/// `bytes` in the largest binary unit that leaves at least 1 (`1.5 GiB`, `440 GiB`, `512 B`).
 fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut value = bytes as f64;

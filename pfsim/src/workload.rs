@@ -61,7 +61,8 @@ pub struct StepQueue {
 }
 
 impl StepQueue {
-    /// Queue `n` steps starting at `first`, `spacing` apart.
+    /// Queue `n` steps, the first starting at `first` (the others follow every `computation_ns`;
+    /// [`StepQueue::pop_started`] is told that spacing).
     fn push(&mut self, first: u64, n: u64) {
         if n > 0 {
             self.runs.push_back((first, n));
