@@ -65,9 +65,7 @@ def test_every_help_has_a_description(command: list[str], capsys: pytest.Capture
         (["sim", "run", "x.yaml", "--bogus"], "pfstune sim run"),
     ],
 )
-def test_command_line_mistakes_are_one_line(
-    argv: list[str], command: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_command_line_mistakes_are_one_line(argv: list[str], command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     assert exit_.value.code == 2

@@ -3,6 +3,7 @@ scores of DIAL's released tuner (DIR-LAB/VertoIO ``greedy_config``)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 
@@ -232,10 +233,67 @@ def test_nan_features_reach_the_model_as_nan() -> None:
     assert seen[0]["cur_grant_bytes"].isna().all()  # a column the row lacks
 
 
+def _read_at(config: Config, mbps: float) -> Context:
+    """A busy read interval of OSC under ``config`` that moved ``mbps``."""
+    return Context(OSC, 0.0, dict(config), BOUNDS, SyntheticOsc(peak_mbps=mbps, best=config).metrics(config))
+
+
+def test_the_guard_takes_back_a_change_that_lost_and_bans_it() -> None:
+    # the model trusts (1024, 256) most, then (512, 256): the read score prefers the larger RPCs
+    model = _Table(lambda c: 0.9 if c["max_rpcs_in_flight"] == 256 and c["max_pages_per_rpc"] >= 512 else 0.1)
+    tuner = DialTuner(predictor=model, guard=0.2, guard_intervals=3)
+    big, next_best = _config(1024, 256), _config(512, 256)
+    assert tuner.suggest(_read_at(DEFAULT, 500.0)) == big
+    # under (1024, 256) the OSC moved 350 MB/s, 30% less than under the default: back to it
+    assert tuner.suggest(_read_at(big, 350.0)) == DEFAULT
+    # (1024, 256) is banned on this OSC, so the model's next choice is taken
+    assert tuner.suggest(_read_at(DEFAULT, 500.0)) == next_best
+    # a change within the guard's margin is kept (19% less)
+    assert tuner.suggest(_read_at(next_best, 405.0)) == next_best
+    # the ban has run out after three intervals
+    assert tuner.suggest(_read_at(next_best, 405.0)) == big
+
+
+def test_without_the_guard_a_change_that_lost_stays() -> None:
+    tuner = DialTuner(predictor=_Table(lambda c: 0.9 if c == _config(1024, 256) else 0.1))
+    assert tuner.suggest(_read_at(DEFAULT, 500.0)) == _config(1024, 256)
+    assert tuner.suggest(_read_at(_config(1024, 256), 100.0)) == _config(1024, 256)
+
+
+def test_the_guard_does_not_compare_across_an_idle_interval_or_another_operation() -> None:
+    big = _config(1024, 256)
+    tuner = DialTuner(predictor=_Table(lambda c: 0.9 if c == big else 0.1), guard=0.2)
+    assert tuner.suggest(_read_at(DEFAULT, 500.0)) == big
+    assert tuner.suggest(_context(None, big)) == DEFAULT  # idle: originals, and the history goes
+    assert tuner.suggest(_read_at(DEFAULT, 500.0)) == big
+    write = Context(OSC, 0.0, dict(big), BOUNDS, SyntheticOsc(peak_mbps=10.0, write=True).metrics(big))
+    assert tuner.suggest(write) == big  # a write interval after a read one: not judged
+
+
+def test_the_guard_state_survives_a_restart() -> None:
+    big = _config(1024, 256)
+    model = _Table(lambda c: 0.9 if c == big else 0.1)
+    tuner = DialTuner(predictor=model, guard=0.2)
+    tuner.suggest(_read_at(DEFAULT, 500.0))
+    assert tuner.suggest(_read_at(big, 100.0)) == DEFAULT
+    state = json.loads(json.dumps(tuner.state_dict()))
+    restarted = DialTuner(predictor=model, guard=0.2)
+    restarted.load_state_dict(state)
+    assert restarted.state_dict() == state
+    assert restarted.suggest(_read_at(DEFAULT, 500.0)) == DEFAULT  # big is still banned
+    restarted.forget(OSC)
+    assert restarted.state_dict()["banned"] == {}
+    assert restarted.state_dict()["last"] == {}
+
+
 @pytest.mark.parametrize(
     "options",
     [
         {"tau": 1.0},
+        {"guard": 1.0},
+        {"guard": -0.1},
+        {"guard_intervals": 0},
+        {"guard_intervals": 1.5},
         {"alpha": -1.0},
         {"beta": -0.5},
         {"alpha": float("nan")},  # every score would be NaN
@@ -251,8 +309,10 @@ def test_bad_options(options: dict[str, object]) -> None:
         DialTuner(predictor=_Table(lambda c: 0.5), **options)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("score", ["released", "paper"])
-def test_dial_with_a_stand_in_model_conforms(score: str) -> None:
+@pytest.mark.parametrize(("score", "guard"), [("released", 0.0), ("paper", 0.0), ("released", 0.2)])
+def test_dial_with_a_stand_in_model_conforms(score: str, guard: float) -> None:
     check_tuner(
-        lambda: DialTuner(score=score, predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3))
+        lambda: DialTuner(
+            score=score, guard=guard, predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3)
+        )
     )

@@ -85,9 +85,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="without --holdout-iterations: share of the series of each workload held out by a first fit that measures "
         "the AUC, before the saved model is fit on everything (0: skip; default %(default)s)",
     )
-    parser.add_argument(
-        "--seed", type=_seed, default=0, metavar="N", help=f"random seed, 0 to {_MAX_SEED} (default 0)"
-    )
+    parser.add_argument("--seed", type=_seed, default=0, metavar="N", help=f"random seed, 0 to {_MAX_SEED} (default 0)")
     parser.add_argument("--threads", type=positive_int, default=2, metavar="N", help="LightGBM threads (default 2)")
     parser.add_argument("--rounds", type=positive_int, metavar="N", help="boosting rounds per classifier")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -169,9 +169,7 @@ _COUNTER = re.compile(
 _HEADER_FAST = re.compile(
     r"^(snapshot_time|start_time|elapsed_time)(?: *:)? +(\d+\.\d{9}) (?:secs\.nsecs|\(secs\.nsecs\))$", re.M | re.ASCII
 )
-_COUNTER_FAST = re.compile(
-    r"^(\S+) +(\d+) samples \[(\w*)\](?: (-?\d+) (-?\d+) (-?\d+)(?: (\d+))?)?$", re.M | re.ASCII
-)
+_COUNTER_FAST = re.compile(r"^(\S+) +(\d+) samples \[(\w*)\](?: (-?\d+) (-?\d+) (-?\d+)(?: (\d+))?)?$", re.M | re.ASCII)
 
 
 def _stats_fast(text: str) -> tuple[Header, dict[str, Counter]] | None:

@@ -37,6 +37,13 @@ paper leaves open:
   the mount writes through others) has no estimate, which reads as 0%: it counts as absorbed
   too (docs/results.md, ior-fpp-nocache, measures the readings that would not).
 
+**The guard** (``guard``, off by default; not in DIAL): DIAL changes an OSC's configuration when
+the model is confident the change gains more than 15%, and never looks back.  With ``guard`` = g > 0,
+the interval after a change is compared with the one before it (same operation, both busy): if the
+OSC's RPCs carried more than a fraction g fewer bytes per second, the previous configuration comes
+back and the one that lost may not be chosen on that OSC for ``guard_intervals`` (20) intervals.
+docs/results.md ("A guard against changes that lose") measures it on the suite.
+
 An OSC that carried no data reverts to the configuration it had when the tuner first saw it
 (its original values; DIAL's collector restored the defaults), so an idle device is left as the
 administrator set it.  The model is loaded from a model directory (``model``, default the one
@@ -71,6 +78,8 @@ SCORES = ("released", "paper")
 _DIRTY = "cur_dirty_bytes"
 _RPC_WRITTEN = "ost_write_rpc_bytes_data.samples_sum"
 _APP_WRITTEN = "llite_stats_write_bytes.samples_sum"
+_READ_CARRIED = "ost_read_rpc_bytes_data.samples_sum"
+_DURATION = "actual_record_duration"
 
 #: DIAL's candidate grid: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8.
 DIAL99: tuple[Config, ...] = tuple(
@@ -111,13 +120,16 @@ class DialTuner(Tuner):
         score: str = "released",
         xfer_threshold: float = 80.0,
         skip_intervals: int = 5,
+        guard: float = 0.0,
+        guard_intervals: int = 20,
         *,
         predictor: Predictor | None = None,
     ) -> None:
         """Load the model directory ``model`` (``default``: the shipped model) unless ``predictor`` is given.
 
         ``alpha`` and ``beta`` weigh the paper's scores (``score=paper``); ``xfer_threshold`` and
-        ``skip_intervals`` belong to the released scores (``score=released``).
+        ``skip_intervals`` belong to the released scores (``score=released``); ``guard`` and
+        ``guard_intervals`` take back changes that lost throughput (module docstring).
         """
         if not 0 <= tau < 1:
             raise UserError(f"dial: tau must be in [0, 1), got {tau}")
@@ -129,10 +141,16 @@ class DialTuner(Tuner):
             raise UserError(f"dial: xfer_threshold must be a percentage in [0, 100], got {xfer_threshold}")
         if skip_intervals < 0 or int(skip_intervals) != skip_intervals:
             raise UserError(f"dial: skip_intervals must be a whole number >= 0, got {skip_intervals}")
+        if not 0 <= guard < 1:
+            raise UserError(f"dial: guard must be a fraction in [0, 1), got {guard}")
+        if guard_intervals < 1 or int(guard_intervals) != guard_intervals:
+            raise UserError(f"dial: guard_intervals must be a whole number >= 1, got {guard_intervals}")
         self.tau, self.alpha, self.beta = tau, alpha, beta
         self.score = score
         self.xfer_threshold = float(xfer_threshold)
         self.skip_intervals = int(skip_intervals)
+        self.guard = float(guard)
+        self.guard_intervals = int(guard_intervals)
         self.model_path = model
         if predictor is None:
             from pfstune.models import load_model  # deferred: LightGBM is only needed when DIAL runs
@@ -140,12 +158,15 @@ class DialTuner(Tuner):
             predictor = load_model(model)
         self.predictor = predictor
         self.grid = DIAL99
+        self._index = {_key(c): i for i, c in enumerate(self.grid)}
         self._pages, self._flight = _normalised_grid(self.grid)
         self._originals: dict[str, Config] = {}
         self._allowed: dict[tuple[tuple[str, tuple[int, int]], ...], np.ndarray] = {}  # bounds -> grid mask
         self._dirty: dict[str, float] = {}  # cur_dirty_bytes of each OSC at the previous probe
         self._skip: dict[str, int] = {}  # write intervals each OSC still leaves alone
         self._clients: dict[str, str] = {}  # OSC -> its mount
+        self._last: dict[str, tuple[tuple[int, int], float, str]] = {}  # (config, MB/s, op) of the last busy interval
+        self._banned: dict[str, dict[tuple[int, int], int]] = {}  # configuration -> intervals left, per OSC
 
     def suggest(self, context: Context) -> Config:
         """Algorithm 1 for one OSC (see :meth:`suggest_batch`)."""
@@ -164,7 +185,13 @@ class DialTuner(Tuner):
             op = dominant_op(context.metrics)
             if op is None:  # idle: back to what the administrator had
                 results[index] = dict(self._originals[context.osc])
+                self._last.pop(context.osc, None)
                 continue
+            if self.guard > 0:
+                taken_back = self._check_last_change(context, op)
+                if taken_back is not None:
+                    results[index] = {**results[index], **taken_back}
+                    continue
             if op == "write" and self._skip.get(context.osc, 0) > 0:
                 self._skip[context.osc] -= 1  # left alone after writes the cache absorbed
                 continue
@@ -176,13 +203,52 @@ class DialTuner(Tuner):
             rows = pd.DataFrame(values, columns=list(FEATURE_COLUMNS))
             probabilities = np.asarray(self.predictor.predict_proba(operation, rows, self.grid), dtype=float)
             low = np.array([absorbed[i] for i in indices], dtype=bool)
-            choices, lowered = self._choose_many(operation, probabilities, [contexts[i].bounds for i in indices], low)
+            banned = self._banned_mask([contexts[i].osc for i in indices]) if self._banned else None
+            choices, lowered = self._choose_many(
+                operation, probabilities, [contexts[i].bounds for i in indices], low, banned
+            )
             for index, choice, skip in zip(indices, choices, lowered, strict=True):
                 if choice is not None:
                     results[index] = {**results[index], **choice}
                 if skip:
                     self._skip[contexts[index].osc] = self.skip_intervals
         return results
+
+    def _check_last_change(self, context: Context, op: str) -> Config | None:
+        """The guard: the configuration to go back to if the change before this interval lost.
+
+        The interval that just ended ran under ``context.config``.  If the one before it was busy
+        with the same operation under another configuration, and this one moved more than
+        ``guard`` (a fraction) fewer bytes per second, the change lost: the configuration that lost
+        may not be chosen on this OSC for ``guard_intervals`` intervals, and the previous one
+        comes back.  A change back is judged the same way.  Also counts the bans down and
+        remembers this interval for the next probe.
+        """
+        osc = context.osc
+        now = _key(context.config)
+        mbps = _osc_mbps(context.metrics)
+        bans = self._banned.get(osc)
+        if bans:
+            for config in list(bans):
+                bans[config] -= 1
+                if bans[config] <= 0:
+                    del bans[config]
+        last = self._last.get(osc)
+        self._last[osc] = (now, mbps, op)
+        if last is None or last[0] == now or last[2] != op or not mbps < last[1] * (1 - self.guard):
+            return None
+        self._banned.setdefault(osc, {})[now] = self.guard_intervals
+        # judged from here on as any other change: the interval under the restored configuration
+        # is compared with this one
+        return {"max_pages_per_rpc": last[0][0], "max_rpcs_in_flight": last[0][1]}
+
+    def _banned_mask(self, oscs: Sequence[str]) -> np.ndarray:
+        """(rows, candidates): True where the guard bans the candidate on the row's OSC."""
+        mask = np.zeros((len(oscs), len(self.grid)), dtype=bool)
+        for row, osc in enumerate(oscs):
+            for config in self._banned.get(osc, {}):
+                mask[row, self._index[config]] = True
+        return mask
 
     def _absorbed_writes(self, contexts: Sequence[Context]) -> list[bool]:
         """Per context: did the client write bytes this OSC's RPCs mostly did not carry?
@@ -238,11 +304,13 @@ class DialTuner(Tuner):
         p: np.ndarray,
         bounds: Sequence[Mapping[str, tuple[int, int]]],
         low: np.ndarray | None = None,
+        banned: np.ndarray | None = None,
     ) -> tuple[list[Config | None], list[bool]]:
         """Algorithm 1's choice for every row of ``p`` (rows, candidates): the best-scoring trusted
         configuration within the row's bounds, None where none is trusted.  ``low`` marks the write
-        rows whose cache absorbed the writes (released scores); the second list says which rows
-        used the low-in-flight score and so start a pause."""
+        rows whose cache absorbed the writes (released scores); ``banned`` (rows, candidates) the
+        candidates the guard excludes.  The second list says which rows used the low-in-flight
+        score and so start a pause."""
         # OSCs mostly share their bounds: one mask per distinct bounds, then one row per OSC.
         distinct: dict[Any, int] = {}
         masks: list[np.ndarray] = []
@@ -258,6 +326,8 @@ class DialTuner(Tuner):
                 masks.append(self._allowed_mask(bound))
             which.append(at)
         allowed = np.stack(masks)[which] if masks else np.zeros(p.shape, dtype=bool)
+        if banned is not None:
+            allowed = allowed & ~banned
         in_s = allowed & (p > self.tau)
         lowered = np.zeros(p.shape[0], dtype=bool)
         if self.score == "paper":
@@ -291,6 +361,8 @@ class DialTuner(Tuner):
         self._dirty.pop(osc, None)
         self._skip.pop(osc, None)
         self._clients.pop(osc, None)
+        self._last.pop(osc, None)
+        self._banned.pop(osc, None)
 
     def state_dict(self) -> dict[str, Any]:
         """The originals per OSC, and the released scores' memory (the model is its own directory)."""
@@ -299,6 +371,8 @@ class DialTuner(Tuner):
             "originals": {osc: dict(c) for osc, c in self._originals.items()},
             "dirty": dict(self._dirty),
             "skip": dict(self._skip),
+            "last": {osc: [list(c), mbps, op] for osc, (c, mbps, op) in self._last.items()},
+            "banned": {osc: [[*c, n] for c, n in bans.items()] for osc, bans in self._banned.items()},
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -306,6 +380,27 @@ class DialTuner(Tuner):
         self._originals = {osc: {k: int(v) for k, v in c.items()} for osc, c in state.get("originals", {}).items()}
         self._dirty = {osc: float(v) for osc, v in state.get("dirty", {}).items()}
         self._skip = {osc: int(v) for osc, v in state.get("skip", {}).items()}
+        self._last = {
+            osc: ((int(c[0]), int(c[1])), float(mbps), str(op)) for osc, (c, mbps, op) in state.get("last", {}).items()
+        }
+        self._banned = {
+            osc: {(int(pages), int(flight)): int(n) for pages, flight, n in bans}
+            for osc, bans in state.get("banned", {}).items()
+        }
+
+
+def _key(config: Mapping[str, int]) -> tuple[int, int]:
+    """(max_pages_per_rpc, max_rpcs_in_flight) of a configuration."""
+    return int(config["max_pages_per_rpc"]), int(config["max_rpcs_in_flight"])
+
+
+def _osc_mbps(metrics: Mapping[str, float]) -> float:
+    """MB/s the OSC's RPCs carried in the interval (0 where the row cannot say)."""
+    duration = float(metrics.get(_DURATION, math.nan))
+    carried = float(metrics.get(_READ_CARRIED, 0.0) or 0.0) + float(metrics.get(_RPC_WRITTEN, 0.0) or 0.0)
+    if not duration > 0 or not math.isfinite(carried):
+        return 0.0
+    return carried / duration / 1e6
 
 
 def _client_of(osc: str) -> str:
