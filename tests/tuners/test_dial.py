@@ -270,6 +270,15 @@ def test_the_guard_does_not_compare_across_an_idle_interval_or_another_operation
     assert tuner.suggest(write) == big  # a write interval after a read one: not judged
 
 
+def test_the_guard_can_ban_an_original_off_the_grid() -> None:
+    original, big = _config(1024, 10), _config(1024, 256)  # 10 in flight is not a dial99 value
+    tuner = DialTuner(predictor=_Table(lambda c: 0.9 if c == big else 0.1), guard=0.2)
+    assert tuner.suggest(_read_at(original, 500.0)) == big
+    assert tuner.suggest(_read_at(big, 600.0)) == big
+    assert tuner.suggest(_read_at(original, 100.0)) == big  # the original lost against big: banned
+    assert tuner.suggest(_read_at(big, 600.0)) == big  # the model's choice, with the original banned
+
+
 def test_the_guard_state_survives_a_restart() -> None:
     big = _config(1024, 256)
     model = _Table(lambda c: 0.9 if c == big else 0.1)

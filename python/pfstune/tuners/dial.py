@@ -247,7 +247,9 @@ class DialTuner(Tuner):
         mask = np.zeros((len(oscs), len(self.grid)), dtype=bool)
         for row, osc in enumerate(oscs):
             for config in self._banned.get(osc, {}):
-                mask[row, self._index[config]] = True
+                at = self._index.get(config)  # an administrator's original may lie off the grid
+                if at is not None:
+                    mask[row, at] = True
         return mask
 
     def _absorbed_writes(self, contexts: Sequence[Context]) -> list[bool]:
