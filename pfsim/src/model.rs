@@ -438,14 +438,6 @@ impl Workers {
         self.free_at.resize(n.max(1), 0);
         self.heap = self.free_at.iter().enumerate().map(|(i, &t)| Reverse((t, i))).collect();
     }
-
-    pub fn len(&self) -> usize {
-        self.free_at.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.free_at.is_empty()
-    }
 }
 
 /// One mounted file system on a client node (llite instance) and the node itself.
@@ -678,7 +670,7 @@ mod tests {
                 model.resize(n, 0);
             }
         }
-        assert_eq!(workers.len(), model.len());
+        assert_eq!(workers.free_at.len(), model.len());
     }
 
     const K: u64 = 1024;

@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from pfstune.errors import UserError
-from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix
+from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix, osc_throughput_mbps
 from pfstune.lustre.layout import parse_osc_name
 from pfstune.tuners._base import Config, Context, Tuner
 
@@ -78,8 +78,6 @@ SCORES = ("released", "paper")
 _DIRTY = "cur_dirty_bytes"
 _RPC_WRITTEN = "ost_write_rpc_bytes_data.samples_sum"
 _APP_WRITTEN = "llite_stats_write_bytes.samples_sum"
-_READ_CARRIED = "ost_read_rpc_bytes_data.samples_sum"
-_DURATION = "actual_record_duration"
 
 #: DIAL's candidate grid: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8.
 DIAL99: tuple[Config, ...] = tuple(
@@ -226,14 +224,16 @@ class DialTuner(Tuner):
         """
         osc = context.osc
         now = _key(context.config)
-        mbps = _osc_mbps(context.metrics)
         bans = self._banned.get(osc)
         if bans:
             for config in list(bans):
                 bans[config] -= 1
                 if bans[config] <= 0:
                     del bans[config]
-        last = self._last.get(osc)
+        mbps = osc_throughput_mbps(context.metrics)
+        last = self._last.pop(osc, None)
+        if not math.isfinite(mbps):  # an interval that cannot be measured judges nothing
+            return None
         self._last[osc] = (now, mbps, op)
         if last is None or last[0] == now or last[2] != op or not mbps < last[1] * (1 - self.guard):
             return None
@@ -394,15 +394,6 @@ class DialTuner(Tuner):
 def _key(config: Mapping[str, int]) -> tuple[int, int]:
     """(max_pages_per_rpc, max_rpcs_in_flight) of a configuration."""
     return int(config["max_pages_per_rpc"]), int(config["max_rpcs_in_flight"])
-
-
-def _osc_mbps(metrics: Mapping[str, float]) -> float:
-    """MB/s the OSC's RPCs carried in the interval (0 where the row cannot say)."""
-    duration = float(metrics.get(_DURATION, math.nan))
-    carried = float(metrics.get(_READ_CARRIED, 0.0) or 0.0) + float(metrics.get(_RPC_WRITTEN, 0.0) or 0.0)
-    if not duration > 0 or not math.isfinite(carried):
-        return 0.0
-    return carried / duration / 1e6
 
 
 def _client_of(osc: str) -> str:
