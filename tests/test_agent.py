@@ -147,6 +147,19 @@ def test_ticks_stay_on_the_grid_and_skip_what_an_overrun_missed() -> None:
     assert slow.clock.sleeps == pytest.approx([101.5, 103.0, 104.5])
 
 
+def test_a_stop_requested_before_the_first_tick_ticks_nothing() -> None:
+    # SIGTERM while the agent takes its lock or restores a crashed agent's values: no live change.
+    class _StoppedClock(_ScriptedClock):
+        def stopped(self) -> bool:
+            return True
+
+    backend = _SlowBackend(cost=0.0)
+    backend.clock = _StoppedClock()
+    summary = Agent(backend, DefaultTuner(), interval=0.5).run(duration=2.0)
+    assert summary.ticks == 0
+    assert backend.clock.sleeps == []
+
+
 def test_metrics_missing_from_a_probe_do_not_break_the_tuner() -> None:
     backend = _SlowBackend(cost=0.0)
     summary = Agent(backend, IOPathTuneTuner(period=0.5), interval=0.5).run(duration=5.0)

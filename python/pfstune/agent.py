@@ -282,6 +282,8 @@ class Agent:
         start = clock.now()
         end = math.inf if duration is None else start + duration
         ticks = 0
+        if clock.stopped():  # a signal during start-up (the lock, crash recovery): change nothing
+            return self.summary
         while True:
             self.tick()
             ticks += 1

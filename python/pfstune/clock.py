@@ -23,6 +23,10 @@ class Clock(ABC):
     def sleep_until(self, when: float) -> bool:
         """Wait until ``now() >= when``; False if the wait was cut short (stop requested, end of time)."""
 
+    def stopped(self) -> bool:
+        """Whether a stop was requested (checked before the first tick, which no sleep precedes)."""
+        return False
+
 
 class RealClock(Clock):
     """Monotonic wall time; ``stop`` (set by a signal handler) interrupts a sleep at once."""
@@ -41,3 +45,7 @@ class RealClock(Clock):
         if delay > 0:
             return not self.stop.wait(delay)
         return not self.stop.is_set()
+
+    def stopped(self) -> bool:
+        """Whether ``stop`` is set."""
+        return self.stop.is_set()

@@ -267,6 +267,96 @@ def test_apply_many_writes_nothing_when_the_originals_cannot_be_saved(
     assert value(root, "max_pages_per_rpc", OSC2) == "1024"
 
 
+def test_originals_that_could_not_be_saved_are_saved_before_the_next_write(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One failed save (a full /run) must not count as saved: the next tick saves them first.
+    real = state_module.write_json_atomically
+    calls = []
+
+    def full_once(path: Path, data: Any) -> None:
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(state_module, "write_json_atomically", full_once)
+    with Actuator(root, state_dir) as act:
+        assert isinstance(act.apply_many({OSC: {"max_rpcs_in_flight": 64}})[OSC], WriteError)
+        assert value(root, "max_rpcs_in_flight") == "8"
+        assert act.apply_many({OSC: {"max_rpcs_in_flight": 64}})[OSC] == {"max_rpcs_in_flight": 64}
+        assert originals_json(state_dir)["originals"][f"osc.{OSC}.max_rpcs_in_flight"]["value"] == "8"
+    assert value(root, "max_rpcs_in_flight") == "8"
+
+
+def test_a_short_write_of_the_originals_fails_and_keeps_the_old_file(tmp_path: Path) -> None:
+    # A disk that fills part-way makes write() return a short count; the file that was there stays.
+    path = tmp_path / "originals.json"
+    state_module.write_json_atomically(path, {"a": 1})
+    code = textwrap.dedent(
+        f"""
+        import resource, signal, sys
+        from pathlib import Path
+        from pfstune.lustre.state import write_json_atomically
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, resource.RLIM_INFINITY))
+        try:
+            write_json_atomically(Path({str(path)!r}), {{"a": "x" * 1000}})
+        except OSError as err:
+            sys.exit(f"refused: {{err}}")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "refused" in done.stderr
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["originals.json"]  # no temporary file left
+
+
+def test_a_relative_root_is_saved_absolute(
+    root: Path, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent that restores after a crash may start in another working directory.
+    monkeypatch.chdir(root.parent)
+    with Actuator(Path(root.name), state_dir) as act:
+        act.apply(OSC, {"max_rpcs_in_flight": 64})
+        saved = originals_json(state_dir)
+        assert saved["root"] == str(root)
+        assert all(Path(o["path"]).is_absolute() for o in saved["originals"].values())
+        act._originals = None  # a crash: nothing is restored on exit
+        act._lock.release()
+    monkeypatch.chdir(tmp_path)
+    with Actuator(root, state_dir):
+        assert value(root, "max_rpcs_in_flight") == "8"
+
+
+def test_a_saved_relative_root_is_not_written_to(
+    root: Path, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A file from a pfstune that saved relative paths: they would resolve in this agent's
+    # working directory, perhaps in another tree, so the values are left for a person.
+    monkeypatch.chdir(root.parent)
+    relative = Path(root.name)
+    path = param_path(relative, "osc", OSC, "max_rpcs_in_flight")
+    assert path is not None
+    state_dir.mkdir()
+    state_module.write_json_atomically(
+        state_dir / "originals.json",
+        {
+            "version": state_module.STATE_VERSION,
+            "pid": 1,
+            "root": str(relative),
+            "started": "2026-01-01T00:00:00+00:00",
+            "originals": {f"osc.{OSC}.max_rpcs_in_flight": {"path": str(path), "value": "4"}},
+        },
+    )
+    with Actuator(root, state_dir):
+        pass
+    assert value(root, "max_rpcs_in_flight") == "8"
+    assert "is not an absolute path" in caplog.text
+    assert f"osc.{OSC}.max_rpcs_in_flight='4'" in caplog.text  # what to restore by hand
+
+
 # ---- the allow-list and the ranges -----------------------------------------------------------------
 
 BOUNDS_CASES = [
@@ -520,6 +610,21 @@ def test_coupled_max_dirty_mb_is_saved_and_restored_last(
     assert log == ["max_rpcs_in_flight=8", "max_dirty_mb=16"]
     assert value(root, "max_rpcs_in_flight") == "8"
     assert value(root, "max_dirty_mb") == "16"
+
+
+def test_max_dirty_mb_raised_by_the_kernel_after_our_own_write_is_not_an_outside_change(
+    root: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_kernel(root, monkeypatch)
+    with Actuator(root, state_dir) as act:
+        act.apply(OSC, {"max_dirty_mb": 64})
+        assert act.apply(OSC, {"max_rpcs_in_flight": 128}) == {"max_rpcs_in_flight": 128}
+        assert value(root, "max_dirty_mb") == "512"  # 128 x 4 MiB
+        assert act.apply(OSC, {"max_rpcs_in_flight": 16}) == {"max_rpcs_in_flight": 16}
+        assert not act.left_alone
+    assert "changed outside pfstune" not in caplog.text
+    assert value(root, "max_rpcs_in_flight") == "8"
+    assert value(root, "max_dirty_mb") == "2000"
 
 
 def test_explicit_max_dirty_mb_is_written_after_the_tunables_that_raise_it(

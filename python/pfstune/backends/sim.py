@@ -58,6 +58,10 @@ class SimClock(Clock):
             self.engine.run(until_ns=target_ns)
         return target_ns >= when * 1e9 and not self.stop.is_set()
 
+    def stopped(self) -> bool:
+        """Whether ``stop`` is set."""
+        return self.stop.is_set()
+
 
 class SimBackend(Backend):
     """Every client of a pfsim run, probed and tuned through its Lustre text."""

@@ -220,7 +220,9 @@ class Actuator:
         ram_bytes: int | None = None,
     ) -> None:
         """Prepare an actuator; nothing is read, locked or written until ``__enter__``."""
-        self.root = Path(root)
+        # absolute: originals.json records paths under it, and the agent that restores them after
+        # a crash may start from another working directory
+        self.root = Path(root).absolute()
         self.state_dir = Path(state_dir)
         self.dry_run = dry_run
         self.echo = echo if echo is not None else _print_line
@@ -672,6 +674,9 @@ class Actuator:
         for param, left in left_here.items():
             now = known[param] if known is not None and param in known else self._quiet_value(kind, device, param)
             if now is not None and now != left:
+                if self._coupling_explains(kind, device, param, left, now, known):
+                    left_here[param] = now  # the kernel's answer to a later write of ours
+                    continue
                 changed[lctl_name(kind, device, param)] = (left, now)
         if not changed:
             return False
@@ -691,6 +696,26 @@ class Actuator:
             "that value" if len(changed) == 1 else "those values",
         )
         return True
+
+    def _coupling_explains(
+        self, kind: str, device: str, param: str, left: int, now: int, known: Mapping[str, int] | None
+    ) -> bool:
+        """Whether ``param`` went from ``left`` to ``now`` by the kernel's own coupling.
+
+        A ``max_dirty_mb`` that pfstune wrote is raised by ``client_adjust_max_dirty()`` when pfstune
+        later writes ``max_rpcs_in_flight`` or ``max_pages_per_rpc``; a served tree shows that
+        only at its next refresh, so it is recognised by its value, not by when it appears.
+        """
+        if kind != "osc" or param != "max_dirty_mb":
+            return False
+        window: dict[str, int] = {}
+        for name in ("max_rpcs_in_flight", "max_pages_per_rpc"):
+            value = known[name] if known is not None and name in known else self._quiet_value(kind, device, name)
+            if value is None:
+                return False
+            window[name] = value
+        expected = dirty_mb_after(window["max_rpcs_in_flight"], window["max_pages_per_rpc"], left, self.ram_bytes)
+        return now == expected
 
     def _quiet_value(self, kind: str, device: str, param: str) -> int | None:
         try:

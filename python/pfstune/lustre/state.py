@@ -160,11 +160,12 @@ def write_json_atomically(path: Path, data: object) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
-        try:
-            os.write(fd, text.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        # a buffered file object raises on a short write (a full /run), where os.write would
+        # return a count that is easy to ignore, and a truncated file would replace a good one
+        with os.fdopen(fd, "wb") as out:
+            out.write(text.encode())
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -243,7 +244,14 @@ class OriginalsFile:
         new = [name for name in entries if name not in self._originals]
         if new:
             self._originals.update({name: entries[name] for name in new})
-            self._write()
+            try:
+                self._write()
+            except BaseException:
+                # not on disk, so not saved: the next save must try them again, and the caller
+                # must not write the parameters
+                for name in new:
+                    del self._originals[name]
+                raise
         return new
 
     def forget(self, names: Iterable[str]) -> None:
@@ -289,6 +297,8 @@ def _check_entry(name: str, original: Original, root: str) -> str | None:
         kind, device, param = split_lctl_name(name)
     except ValueError as err:
         return str(err)
+    if not Path(root).is_absolute():  # relative to a working directory that is gone with the agent
+        return f"the saved root {root!r} is not an absolute path"
     if (kind, param) not in ALLOWED:
         return f"{kind}.*.{param} is not a parameter pfstune writes"
     client_device = parse_osc_name(device) if kind == "osc" else parse_llite_name(device)
