@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from pfstune.config import AgentOptions, load_file, resolve
 from pfstune.errors import UserError
+from pfstune.tuners import make_tuner
 
 PACKAGING = Path(__file__).parents[1] / "packaging"
 
@@ -25,7 +27,18 @@ def test_the_shipped_example_file_loads() -> None:
     options = resolve(PACKAGING / "agent.toml", {})
     assert options.backend == "lustre"
     assert options.tuner == "iopathtune"
-    assert options.tuner_options == {"period": "10"}
+    # every tuner option is commented out: another tuner (--tuner dial) would refuse them
+    assert options.tuner_options == {}
+
+
+def test_the_shipped_example_options_each_suit_their_tuner() -> None:
+    """Each commented-out option of the example names the tuner it is for, and that tuner takes it."""
+    text = (PACKAGING / "agent.toml").read_text()
+    table = text.split("[tuner_options]", 1)[1]
+    found = re.findall(r"^#(\w+) = \"([^\"]*)\"\s+# (\w+):", table, flags=re.MULTILINE)
+    assert {key for key, _, _ in found} == {"period", "guard"}
+    for key, value, tuner in found:
+        make_tuner(tuner, {key: value})
 
 
 def test_flags_win_over_the_file(tmp_path: Path) -> None:
