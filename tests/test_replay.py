@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from pfstune.cli.main import main
+from pfstune.errors import UserError
 from pfstune.features import RAW_COLUMNS
 from pfstune.replay import load_recording, replay, value_table
 from pfstune.tuners import make_tuner
@@ -94,6 +96,68 @@ def test_a_workload_never_recorded_under_the_default_has_no_default_score(
     assert "for: wb (left out of the default's mean)" in out
     assert main(["replay", str(path), "--tuner", "default", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["no_default_score"] == ["wb"]
+
+
+def test_a_workload_whose_intervals_all_idle_has_no_score_and_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = _recording()
+    idle = data[data["workload"] == "wa"].assign(workload="wz", **{"ost_read_rpc_bytes_data.samples_sum": 0})
+    data = pd.concat([data, idle], ignore_index=True)
+    summary = replay(data, _Always((64, 32))).summary()
+    assert summary["workloads"]["wz"]["score"] is None
+    assert summary["workloads"]["wz"]["rows"] == 12
+    assert summary["no_score"] == ["wz"]
+    assert summary["mean_score"] == pytest.approx(1.0)  # wa and wb alone
+    path = tmp_path / "rec.parquet"
+    data.to_parquet(path)
+    assert main(["replay", str(path), "--tuner", "default"]) == 0
+    assert "no interval moved data in: wz" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0])
+def test_a_row_without_a_configuration_is_a_user_error(tmp_path: Path, bad: float) -> None:
+    data = _recording()
+    data["osc_rpc_configuration_current.mppr_value"] = data["osc_rpc_configuration_current.mppr_value"].astype(float)
+    data.loc[3, "osc_rpc_configuration_current.mppr_value"] = bad
+    path = tmp_path / "rec.parquet"
+    data.to_parquet(path)
+    with pytest.raises(UserError, match=r"1 row\(s\) have no valid configuration"):
+        load_recording([str(path)])
+
+
+def test_the_same_interval_twice_is_a_user_error(tmp_path: Path) -> None:
+    path = tmp_path / "rec.parquet"
+    _recording().to_parquet(path)
+    with pytest.raises(UserError, match="appears more than once"):
+        load_recording([str(path), str(path)])
+
+
+class _Pooled(Tuner):
+    """Learns one thing for all OSCs: how many intervals it has seen; proposes (2**min(n, 10), 1)."""
+
+    name = "pooled"
+    shares_state_across_oscs = True
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
+        self.seen += 1
+
+    def suggest(self, context: Context) -> Config:
+        return {"max_pages_per_rpc": 2 ** min(self.seen, 10), "max_rpcs_in_flight": 1}
+
+
+def test_a_tuner_that_shares_what_it_learns_gets_one_copy_per_recorded_run() -> None:
+    data = _recording()
+    two_runs = pd.concat([data, data.assign(iteration=2)], ignore_index=True)
+    decisions = replay(two_runs, _Pooled()).decisions
+    # wa has two OSC series per run: after step k a run's copy has seen 2 (k + 1) intervals,
+    # whatever the other run and the other workload did
+    for (workload, iteration), rows in decisions.groupby(["workload", "iteration"]):
+        first = rows[rows["osc"] == rows["osc"].iloc[0]]
+        assert first["max_pages_per_rpc"].tolist() == [2**2, 2**4, 2**6, 2**8, 2**10, 2**10], (workload, iteration)
 
 
 def test_decisions_have_one_row_per_input_row_in_series_order() -> None:

@@ -9,14 +9,18 @@ For a dataset in the schema of ``../shared/data/dial-lustre`` (or any Parquet fi
   order; at each row the tuner observes that interval (features from :mod:`pfstune.features`,
   the configuration that was in force) and proposes the configuration of the next interval.
   All series advance in lockstep, so a tuner with a model scores every series of a step in one
-  batch.  The recorded data do not follow the proposals (the collector chose configurations at
+  batch.  A tuner whose learning is shared between OSCs (``shares_state_across_oscs``: the
+  bandit) would learn, at step k of one run, from step k of every other run; it gets a fresh
+  copy for each recorded run (workload, iteration) instead, which knows that run's history
+  only.  The recorded data do not follow the proposals (the collector chose configurations at
   random), which is what lets one recording score any tuner.
 - **Score.** Per workload, the mean over rows of value(w, proposal) / max_c value(w, c).  The
   default configuration (1024, 8) is scored the same way.  A proposal the table has no value
   for (never recorded for that workload) is counted in ``unscored`` and left out of the mean.
   A workload with no recorded interval under the default (it happens: a single iteration, or a
   short ``pfstune collect`` run) has no default score; the summary's mean default score is over
-  the workloads that have one, and names the others.
+  the workloads that have one, and names the others.  A workload none of whose intervals moved
+  data has no score at all (``no_score``), and is left out of the mean score the same way.
 
 Each series gets its own OSC key (``workload/iteration/osc``), so per-OSC tuner state never
 leaks between recordings.
@@ -31,6 +35,7 @@ Judge such tuners on the simulator (``pfstune sim run --tuner``, ``benchmarks/io
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,12 +84,14 @@ class ReplayResult:
     def summary(self) -> dict[str, Any]:
         """The ``--json`` document: per-workload scores and their means."""
         workloads = list(self.scores.values())
+        scored = [w["score"] for w in workloads if w["score"] is not None]
         defaults = [w["default_score"] for w in workloads if w["default_score"] is not None]
         return {
             "workloads": self.scores,
-            "mean_score": float(np.mean([w["score"] for w in workloads])) if workloads else None,
+            "mean_score": float(np.mean(scored)) if scored else None,
             "mean_default_score": float(np.mean(defaults)) if defaults else None,
             "no_default_score": [name for name, w in self.scores.items() if w["default_score"] is None],
+            "no_score": [name for name, w in self.scores.items() if w["score"] is None],
         }
 
 
@@ -106,6 +113,13 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
         problem = not_numbers(frame, ["observation_no", *RAW_COLUMNS])
         if problem:
             raise UserError(f"{path}: {problem}")
+        unset = frame[[_MPPR, _MRIF]].isna().any(axis=1) | (frame[[_MPPR, _MRIF]] < 1).any(axis=1)
+        if unset.any():
+            raise UserError(
+                f"{path}: {int(unset.sum())} row(s) have no valid configuration ({_MPPR} and {_MRIF} "
+                "must be at least 1), e.g. the row at position "
+                f"{int(np.flatnonzero(unset.to_numpy())[0])}"
+            )
         frames.append(frame)
     if not frames:
         raise UserError("no dataset given")
@@ -114,6 +128,14 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
         data[column] = data[column].astype(str)
     if data.empty:
         raise UserError("the dataset has no rows")
+    twice = data.duplicated([*SERIES, "observation_no"])
+    if twice.any():
+        row = data[twice].iloc[0]
+        raise UserError(
+            f"the interval workload {row['workload']}, iteration {row['iteration']}, osc {row['osc']}, "
+            f"observation_no {row['observation_no']} appears more than once ({int(twice.sum())} repeated rows): "
+            "a file given twice, or two recordings with the same iteration numbers"
+        )
     return data
 
 
@@ -122,24 +144,38 @@ def replay(raw: pd.DataFrame, tuner: Tuner, progress: Callable[[int], None] | No
     raw = raw.sort_values([*SERIES, "observation_no"], kind="stable").reset_index(drop=True)
     features = from_dataset(raw)
     table = value_table(raw)["value"]
-    keys = raw["workload"].astype(str) + "/" + raw["iteration"].astype(str) + "/" + raw["osc"].astype(str)
+    keys = (raw["workload"].astype(str) + "/" + raw["iteration"].astype(str) + "/" + raw["osc"].astype(str)).tolist()
     step = raw.groupby(SERIES, observed=True).cumcount().to_numpy()
     proposals = np.zeros((len(raw), 2), dtype=np.int64)
     columns = list(FEATURE_COLUMNS)
     matrix = features[columns].to_numpy(dtype=float)
     configs = raw[[_MPPR, _MRIF]].to_numpy(dtype=np.int64)
-    for k in range(int(step.max()) + 1 if len(step) else 0):
-        rows = np.flatnonzero(step == k)
-        contexts = []
-        for i in rows:
-            metrics = dict(zip(columns, matrix[i].tolist(), strict=True))
-            config = {"max_pages_per_rpc": int(configs[i, 0]), "max_rpcs_in_flight": int(configs[i, 1])}
-            tuner.observe(keys[i], dict(config), metrics)
-            contexts.append(Context(keys[i], float(k), config, BOUNDS, metrics))
-        for i, suggestion in zip(rows, tuner.suggest_batch(contexts), strict=True):
-            proposals[i] = (suggestion["max_pages_per_rpc"], suggestion["max_rpcs_in_flight"])
-        if progress is not None:
-            progress(len(rows))
+
+    def run(rows_of_run: np.ndarray, tuner: Tuner) -> None:
+        steps = step[rows_of_run]
+        for k in range(int(steps.max()) + 1 if len(steps) else 0):
+            rows = rows_of_run[steps == k]
+            contexts = []
+            for i in rows:
+                metrics = dict(zip(columns, matrix[i].tolist(), strict=True))
+                config = {"max_pages_per_rpc": int(configs[i, 0]), "max_rpcs_in_flight": int(configs[i, 1])}
+                tuner.observe(keys[i], dict(config), metrics)
+                contexts.append(Context(keys[i], float(k), config, BOUNDS, metrics))
+            for i, suggestion in zip(rows, tuner.suggest_batch(contexts), strict=True):
+                proposals[i] = (suggestion["max_pages_per_rpc"], suggestion["max_rpcs_in_flight"])
+            if progress is not None:
+                progress(len(rows))
+
+    if tuner.shares_state_across_oscs:
+        # The recorded runs happened one after another, each on a node of its own: a tuner whose
+        # learning is shared between OSCs gets a fresh copy per run, so that it knows only that
+        # run's history, not what the other runs' intervals of the same step taught.
+        for rows_of_run in raw.groupby(["workload", "iteration"], observed=True, sort=False).indices.values():
+            run(np.sort(rows_of_run), copy.deepcopy(tuner))
+    else:
+        # Its state is per OSC key, so replaying every series in lockstep gives the same
+        # proposals as one run at a time, and lets a model score a whole step in one batch.
+        run(np.arange(len(raw)), tuner)
     decisions = pd.DataFrame(
         {
             "workload": raw["workload"].astype(str),
@@ -158,6 +194,15 @@ def _scores(decisions: pd.DataFrame, table: pd.Series) -> dict[str, dict[str, An
     for workload, rows in decisions.groupby("workload", sort=True):
         values = table.xs(workload, level="workload") if workload in table.index.get_level_values(0) else None
         if values is None or values.empty:
+            # no interval of this workload moved data: no configuration has a value
+            scores[str(workload)] = {
+                "score": None,
+                "default_score": None,
+                "rows": len(rows),
+                "unscored": len(rows),
+                "best_config": None,
+                "best_mbps": None,
+            }
             continue
         best = float(values.max())
         lookup = values.to_dict()

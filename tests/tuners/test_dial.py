@@ -51,26 +51,36 @@ def _config(pages: int, flight: int) -> Config:
 
 
 def test_paper_write_score_trades_probability_for_size() -> None:
-    trusted = {(64, 4): 0.95, (256, 2): 0.93, (1024, 64): 0.5}
+    trusted = {(64, 4): 0.95, (256, 8): 0.93, (1024, 64): 0.5}
     model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.1))
-    # normalised log2: 64 pages -> 0.6, 256 -> 0.8; 4 in flight -> 0.25, 2 -> 0.125
-    # beta = 1: (64, 4) 0.95 * 1.85 = 1.7575 < (256, 2) 0.93 * 1.925 = 1.790
-    assert DialTuner(score="paper", predictor=model).suggest(_context("write")) == _config(256, 2)
+    # log2 min-max over S = {(64, 4), (256, 8)}: (64, 4) -> (0, 0), (256, 8) -> (1, 1)
+    # beta = 1: (64, 4) 0.95 * 1 = 0.95 < (256, 8) 0.93 * 3 = 2.79
+    assert DialTuner(score="paper", predictor=model).suggest(_context("write")) == _config(256, 8)
     # beta = 0: the score is p alone, so the most trusted configuration wins
-    assert DialTuner(score="paper", beta=0.0, predictor=model).suggest(_context("write")) == {
-        "max_pages_per_rpc": 64,
-        "max_rpcs_in_flight": 4,
-    }
+    assert DialTuner(score="paper", beta=0.0, predictor=model).suggest(_context("write")) == _config(64, 4)
     # (1024, 64) is the largest but not trusted (p <= tau): never chosen
 
 
 def test_paper_read_score_adds_the_rpcs_in_flight_term() -> None:
-    trusted = {(1024, 1): 0.99, (16, 256): 0.81}
+    trusted = {(1024, 1): 0.99, (16, 256): 0.985}
     model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.0))
-    # read: (1024, 1): 0.99 * 2 + 0 = 1.98; (16, 256): 0.81 * 1.4 + 1 = 2.134
+    # over S: (1024, 1) -> (1, 0), (16, 256) -> (0, 1)
+    # read p * (1 + x1) + x2: (1024, 1) 1.98 < (16, 256) 0.985 + 1 = 1.985
     assert DialTuner(score="paper", predictor=model).suggest(_context("read")) == _config(16, 256)
-    # write: (1024, 1): 0.99 * 2 = 1.98; (16, 256): 0.81 * 2.4 = 1.944
+    # write p * (1 + x1 + x2): (1024, 1) 1.98 > (16, 256) 1.97
     assert DialTuner(score="paper", predictor=model).suggest(_context("write")) == _config(1024, 1)
+
+
+def test_paper_scores_normalise_the_configurations_over_s_not_the_grid() -> None:
+    # Algorithm 1, line 6.  Over the grid (256, 256) would be (0.8, 1): read 0.81 * 1.8 + 1 = 2.458
+    # against (1024, 1)'s 1.98.  Over S it is (0, 1): 0.81 + 1 = 1.81 < 1.98.
+    trusted = {(1024, 1): 0.99, (256, 256): 0.81}
+    model = _Table(lambda c: trusted.get((c["max_pages_per_rpc"], c["max_rpcs_in_flight"]), 0.0))
+    assert DialTuner(score="paper", predictor=model).suggest(_context("read")) == _config(1024, 1)
+    # one member in S: every parameter has one value (normalised to 0) and it is chosen
+    lone = _Table(lambda c: 0.9 if (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) == (8, 2) else 0.0)
+    for op in ("read", "write"):
+        assert DialTuner(score="paper", predictor=lone).suggest(_context(op)) == _config(8, 2)
 
 
 def test_released_scores_normalise_p_over_the_trusted_set() -> None:

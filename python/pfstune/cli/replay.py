@@ -73,7 +73,12 @@ def main(args: argparse.Namespace) -> int:
         print_json(summary)
         return 0
     rows = [
-        [name, f"{w['score']:.3f}", "-" if w["default_score"] is None else f"{w['default_score']:.3f}", str(w["rows"])]
+        [
+            name,
+            "-" if w["score"] is None else f"{w['score']:.3f}",
+            "-" if w["default_score"] is None else f"{w['default_score']:.3f}",
+            str(w["rows"]),
+        ]
         for name, w in summary["workloads"].items()
     ]
     print(format_table(["workload", args.tuner, "default", "rows"], rows))
@@ -81,6 +86,8 @@ def main(args: argparse.Namespace) -> int:
         default = summary["mean_default_score"]
         shown = "-" if default is None else f"{default:.3f}"
         print(f"mean: {args.tuner} {summary['mean_score']:.3f}, default {shown}")
+    if summary["no_score"]:
+        print("no interval moved data in: " + ", ".join(summary["no_score"]) + " (no score; left out of the means)")
     if summary["no_default_score"]:
         print(
             f"no interval under the default {DEFAULT_CONFIG} was recorded for: "

@@ -56,6 +56,9 @@ class Tuner(ABC):
 
     #: The name users pass to ``--tuner``.
     name: ClassVar[str]
+    #: Whether what one OSC teaches the tuner changes its choices for others (the bandit's shared
+    #: table); the offline replay then gives each recorded run a tuner of its own.
+    shares_state_across_oscs: ClassVar[bool] = False
 
     def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:  # noqa: B027
         """Learn from one completed interval of ``osc`` run under ``config`` (default: ignore it)."""

@@ -64,6 +64,7 @@ class BanditTuner(Tuner):
     """Contextual epsilon-greedy over configurations, one arm set per access pattern."""
 
     name = "bandit"
+    shares_state_across_oscs = True
 
     def __init__(self, epsilon: float = 0.1, grid: str = "coarse", step_size: float = 0.0, seed: int = 0) -> None:
         """``epsilon``: exploration probability; ``grid``: ``coarse`` or ``dial99``; ``step_size``: 0 = sample mean."""

@@ -8,15 +8,19 @@ Every probe, for every OSC that moved data in the interval that just ended:
    a probability p(c) that the next interval's throughput beats this one's by more than 15%
    (one batched call for all OSCs and all candidates).
 3. S = {c : p(c) > tau} (tau = 0.8).  If S is empty the configuration stays as it is.
-4. Configurations in S are min-max normalised: each parameter's log2 over the grid's range, so
-   1 -> 0 and the largest grid value -> 1 (DIAL's collector used the same log2 scale).
+4. Configurations in S are min-max normalised, each parameter on a log2 scale (DIAL's collector
+   used the same scale).  ``score=paper`` normalises over S, as Algorithm 1's line 6 says (a
+   parameter with one value in S scores 0); ``score=released`` over the grid's range, as the
+   released tuner does, so 1 -> 0 and the largest grid value -> 1 whatever S holds.
 5. The choice is the argmax over S of the operation's score, where x1 is the normalised
    ``max_pages_per_rpc`` and x2 the normalised ``max_rpcs_in_flight``.  The regularisers favour
    larger RPCs and more RPCs in flight among configurations the model already trusts, which is
    what keeps the search from settling on timid "safe" choices.
 
 The seed prints the scores as ``p * (1 + beta * (x1 + x2))`` (write) and
-``p * (1 + alpha * x1) + x2`` (read), lines 12 and 14; ``score=paper`` uses exactly those.  The
+``p * (1 + alpha * x1) + x2`` (read), lines 12 and 14; ``score=paper`` uses exactly those, with
+x1 and x2 normalised over S (until 2026-11-26 it normalised over the grid, as the released tuner
+does; docs/results.md gives the paper scores' figures of both).  The
 default, ``score=released``, is what DIAL's authors released as its tuner (DIR-LAB/VertoIO,
 ``tuning_scripts/tuning_rpc_param_{read,write}.py``, ``greedy_config``), which fills in what the
 paper leaves open:
@@ -102,6 +106,15 @@ def _normalised_grid(grid: Sequence[Config]) -> tuple[np.ndarray, np.ndarray]:
         return (values - values.min()) / span if span > 0 else np.zeros_like(values)
 
     return minmax(pages), minmax(flight)
+
+
+def _minmax_over(values: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """``values`` (one per candidate) min-max normalised over each row's ``members``; 0 where they all agree."""
+    low = np.where(members, values, np.inf).min(axis=1, keepdims=True)
+    high = np.where(members, values, -np.inf).max(axis=1, keepdims=True)
+    span = high - low
+    with np.errstate(invalid="ignore"):
+        return np.where(span > 0, (values - low) / np.where(span > 0, span, 1.0), 0.0)
 
 
 class DialTuner(Tuner):
@@ -333,10 +346,8 @@ class DialTuner(Tuner):
         in_s = allowed & (p > self.tau)
         lowered = np.zeros(p.shape[0], dtype=bool)
         if self.score == "paper":
-            if op == "write":
-                scores = p * (1 + self.beta * (self._pages + self._flight))
-            else:
-                scores = p * (1 + self.alpha * self._pages) + self._flight
+            x1, x2 = _minmax_over(self._pages, in_s), _minmax_over(self._flight, in_s)
+            scores = p * (1 + self.beta * (x1 + x2)) if op == "write" else p * (1 + self.alpha * x1) + x2
         else:
             # p min-max normalised over S (tuning_utils.normalize: 1 when all are equal)
             top = np.where(in_s, p, -np.inf).max(axis=1, keepdims=True)
