@@ -14,6 +14,7 @@ from pfstune.lustre.parse import ParseError
 from pfstune.lustre.snapshot import STRUCTURED_FILES, merge_param, parse_param
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import load_scenario
+from tests.conftest import SHARED
 
 DATA = Path(__file__).parent / "data"
 
@@ -135,6 +136,22 @@ def test_server_devices_are_skipped() -> None:
     )
     snap = snapshot_from_get_param(text)
     assert snap["osc"] == {"lustrefs-OST0000-osc-ffff88105db50000": {"tunables": {"max_rpcs_in_flight": 16}}}
+
+
+def test_a_stats_file_of_one_line_given_inline_is_kept() -> None:
+    """A one-line stats file (the 2.10 fixture's read_ahead_stats has no counter yet) as name=line.
+
+    lctl itself prints it on the next line (name and text reach 80 characters), but saved
+    output edited by hand, or printed by a script of `name=value` pairs, holds it inline.
+    """
+    path = next((SHARED / "fixtures" / "lustre-2.10-client" / "proc/fs/lustre/llite").glob("*/read_ahead_stats"))
+    text = path.read_text(encoding="utf-8")
+    assert text.count("\n") == 1  # the header alone
+    name = f"llite.{path.parent.name}.read_ahead_stats"
+    printed = f"{name}={text}"
+    llite = snapshot_from_get_param(printed)["llite"][path.parent.name]
+    assert llite["read_ahead_stats"] == {}
+    assert llite["read_ahead_stats_header"]["snapshot_time"] == pytest.approx(1510950459.776359249)
 
 
 def test_round_trip_of_a_pfsim_client(small_scenario: Path) -> None:

@@ -543,6 +543,17 @@ def test_import_damage() -> None:
     assert problems
 
 
+def test_an_import_garbage_line_does_not_orphan_the_lines_after_it() -> None:
+    text = read(OST0 / "import")
+    clean = parse_import(text)
+    # a line that is neither `key: value` nor `- item`, at column 0, in the middle of `import:`
+    at = text.index("    connection:")
+    problems: list[str] = []
+    damaged = parse_import(text[:at] + "\x01garbage\n" + text[at:], problems)
+    assert damaged == clean
+    assert problems == ["not a 'key: value' or '- item' line, ignored: '\\x01garbage'"]
+
+
 # --- cutting a file anywhere never gives a wrong number --------------------------------------
 
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+
+from pfstune.sim import tree as tree_module
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import load_scenario
 from pfstune.sim.tree import VirtualTree, write_atomically
@@ -74,3 +78,58 @@ def test_write_atomically_replaces_the_file(tmp_path: Path) -> None:
     write_atomically(path, "2\n", 0o444)
     assert path.read_text() == "2\n"
     assert [p.name for p in tmp_path.iterdir()] == ["value"]
+
+
+def test_white_space_around_a_value_is_refused_as_the_kernel_refuses_it(small_scenario: Path, tmp_path: Path) -> None:
+    # kstrtouint() takes one trailing newline and nothing else: `echo -n "13 "` is EINVAL
+    engine, tree, log = make_tree(small_scenario, tmp_path)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    name = f"osc.{osc}.max_rpcs_in_flight"
+    for text in ("13 ", " 14", "15\n\n"):
+        file.write_text(text)
+        tree.apply_writes()
+        assert engine.get_param(0, name) == "8\n", text
+        assert file.read_text() == "8\n"
+    assert len(log) == 3
+    assert all("Invalid argument" in line for line in log)
+    file.write_text("16\n")
+    tree.apply_writes()
+    assert engine.get_param(0, name) == "16\n"
+
+
+def test_an_empty_write_shows_the_value_again_after_a_grace(
+    small_scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(tree_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    engine, tree, log = make_tree(small_scenario, tmp_path)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    file.write_text("")
+    tree.apply_writes()
+    clock[0] += tree_module.EMPTY_GRACE_S / 2
+    tree.apply_writes()
+    assert file.read_text() == ""  # perhaps a writer between truncating and writing
+    clock[0] += tree_module.EMPTY_GRACE_S
+    tree.apply_writes()
+    assert file.read_text() == "8\n"
+    assert log == []
+
+
+def test_a_write_into_a_read_only_file_is_undone(small_scenario: Path, tmp_path: Path) -> None:
+    engine, tree, log = make_tree(small_scenario, tmp_path)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    file = tmp_path / "sys/fs/lustre/osc" / osc / "cur_dirty_bytes"
+    assert file.stat().st_mode & 0o777 == 0o444
+    file.chmod(0o644)  # what root may do without asking
+    file.write_text("123")
+    tree.apply_writes()
+    assert file.read_text() == engine.get_param(0, f"osc.{osc}.cur_dirty_bytes")
+    assert file.stat().st_mode & 0o777 == 0o444
+    assert log == [f"write to read-only osc.{osc}.cur_dirty_bytes: Permission denied"]
+    tree.apply_writes()
+    assert len(log) == 1

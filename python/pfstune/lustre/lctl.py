@@ -99,6 +99,10 @@ def snapshot_from_get_param(text: str, time: float = 0.0) -> Snapshot:
         else:
             continue
         param = param.rpartition(".")[2]
+        if param in STRUCTURED_FILES and "\n" not in value:
+            # a stats file of one line given inline (`name=header`: no counter yet, as in a fresh
+            # read_ahead_stats); lctl puts it on the next line, hand-saved output may not
+            value += "\n"
         if param not in STRUCTURED_FILES and "\n" in value.strip():
             log.debug("%s: a multi-line file with no place in a snapshot; skipped", name)
             continue

@@ -516,6 +516,13 @@ def parse_import(text: str, problems: list[str] | None = None) -> dict[str, Any]
         if not content:
             continue
         indent = len(line) - len(line.lstrip())
+        is_item = content.startswith("-")
+        is_entry = ":" in content and bool(content.partition(":")[0].strip())
+        if not (is_item or is_entry):
+            # judged before it may close the open containers: a garbage line at a smaller
+            # indent would otherwise orphan every line after it
+            probs.append(f"not a 'key: value' or '- item' line, ignored: {line[:80]!r}")
+            continue
         if pending is not None:
             owner_indent, parent, key = pending
             pending = None

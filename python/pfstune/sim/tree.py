@@ -9,17 +9,30 @@ keeps live.
 Files are replaced atomically (a temporary file, then :func:`os.replace`), so a reader sees
 either the old or the new text, never half a file.  Writable files are 0644 and the others
 0444, as in sysfs.  A value written into a writable file is applied to the simulation by
-:meth:`VirtualTree.apply_writes`; a value the simulated kernel refuses is logged and the file
-reverts to the current value, which is what a real ``write(2)`` failure leaves behind.
+:meth:`VirtualTree.apply_writes`, with the text as written (the simulated ``kstrto*`` take one
+trailing newline and nothing else, as the kernel's do: ``"13 "`` is EINVAL).  A value the
+simulated kernel refuses is logged and the file reverts to the current value, which is what
+a real ``write(2)`` failure leaves behind (until the next simulation step a reader may still
+see the text it wrote).  An accepted value stays
+as written (``lctl set_param`` writes no newline, where the kernel would print one): rewriting
+the file could undo a newer write made in between, such as the agent restoring an original.  A
+write into a read-only file (root can write a 0444 file here, where sysfs answers EACCES) is
+logged and undone.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from pfstune.sim.engine import Engine
+
+#: Seconds a writable file may stay empty (a writer between truncating and writing) before it
+#: shows its value again.
+EMPTY_GRACE_S = 1.0
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
@@ -45,6 +58,8 @@ class VirtualTree:
         self.log = log
         self.params = engine.list_params(client)
         self._written: dict[str, str] = {}  # relative path -> text last written there
+        self._stamps: dict[str, tuple[int, int, int] | None] = {}  # read-only files: _stamp after our write
+        self._empty: dict[str, float] = {}  # writable file found empty -> when it was first seen so
         for param in self.params:
             (root / param.path).parent.mkdir(parents=True, exist_ok=True)
 
@@ -68,22 +83,36 @@ class VirtualTree:
         """Apply the values written into writable files since :meth:`refresh` last wrote them.
 
         A value the simulation refuses (OSError) is logged as ``set_param NAME=VALUE: reason``
-        and the file is rewritten with the current value.  An empty file is left for the next
-        call: it is most likely a write in progress (truncated, not yet written).
+        and the file is rewritten with the current value.  An empty file is most likely a write
+        in progress (truncated, not yet written) and is left alone; still empty a second later,
+        it shows the value again, as a real file does after an empty write.  A read-only file
+        that changed is logged and rewritten.
         """
+        now = time.monotonic()
         for param in self.params:
+            path = self.root / param.path
             if not param.writable:
+                if self._stamps.get(param.path) != _stamp(path):
+                    self.log(f"write to read-only {param.name}: {os.strerror(errno.EACCES)}")
+                    self._write(param.path, self.engine.get_param(self.client, param.name), writable=False)
                 continue
-            try:
-                content = (self.root / param.path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                content = ""  # removed or garbled: the next refresh rewrites it
+            content = _read(path)
+            if content is None:  # removed or garbled: the next refresh rewrites it
                 self._written.pop(param.path, None)
-            if content == self._written.get(param.path) or not content:
                 continue
-            value = content.strip()
+            if content == self._written.get(param.path):
+                continue
+            if not content:
+                since = self._empty.setdefault(param.path, now)
+                if now - since >= EMPTY_GRACE_S:
+                    del self._empty[param.path]
+                    self._write(param.path, self.engine.get_param(self.client, param.name), writable=True)
+                continue
+            self._empty.pop(param.path, None)
+            value = content[:-1] if content.endswith("\n") else content
             try:
-                self.engine.set_param(self.client, param.name, value)
+                # as written: the simulated kstrto*() accept one trailing newline, as the kernel's do
+                self.engine.set_param(self.client, param.name, content)
             except OSError as err:
                 self.log(f"set_param {param.name}={value}: {err.strerror or err}")
             current = self.engine.get_param(self.client, param.name)
@@ -95,5 +124,25 @@ class VirtualTree:
                 self._write(param.path, current, writable=True)
 
     def _write(self, relative: str, text: str, writable: bool) -> None:
-        write_atomically(self.root / relative, text, 0o644 if writable else 0o444)
+        path = self.root / relative
+        write_atomically(path, text, 0o644 if writable else 0o444)
         self._written[relative] = text
+        if not writable:
+            self._stamps[relative] = _stamp(path)
+
+
+def _read(path: Path) -> str | None:
+    """The file's text, or None if it cannot be read as text."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """What tells a file was written since: inode, size and modification time (None if it is gone)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
