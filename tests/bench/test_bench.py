@@ -61,6 +61,21 @@ def test_a_lucky_window_that_falls_back_is_not_convergence() -> None:
     assert convergence({"time": times, "osc_mbps": late_spike}, [100.0], [0.0], 10.0) == [None]
 
 
+def test_a_phase_s_last_tick_alone_is_not_convergence() -> None:
+    times = [0.5 * i for i in range(1, 21)]  # 0.5 .. 10.0 s, one phase
+    values = [50.0] * 19 + [200.0]  # one lucky interval at the very end: nothing after it holds
+    assert convergence({"time": times, "osc_mbps": values}, [100.0], [0.0], 10.0) == [None]
+
+
+def test_convergence_counts_whole_nanoseconds_as_the_ticks_do() -> None:
+    # 0.1 s probes: tick k is at k * 10^8 ns, k * 10^8 / 10^9 s as a float; 4.4 - 1.4 and
+    # 4.4 - 1.0 are not what they should be in floats
+    times = [k * 100_000_000 / 1e9 for k in range(1, 81)]
+    values = [100.0 if t > 3.45 else 0.0 for t in times]
+    # the 1 s window first holds ten intervals at 100 at 4.4 s: 3.0 s after the change at 1.4 s
+    assert convergence({"time": times, "osc_mbps": values}, [100.0, 100.0], [0.0, 1.4], 8.0) == [None, 3.0]
+
+
 def test_static_runs_report_each_phase_and_the_phases_add_up(two_phases: Path) -> None:
     scenario = parse_scenario(two_phases.read_text(), str(two_phases))
     result = run_scenario(scenario, [0.0, 1.0])
@@ -148,6 +163,13 @@ def test_two_scenarios_of_one_name_are_refused_before_running(two_phases: Path, 
     for paths in ([two_phases, two_phases], [two_phases, copy_of_it]):
         with pytest.raises(UserError, match=r"are both scenario 'two-phases': the report names"):
             run_bench([str(p) for p in paths], ["default"], [1], jobs=1)
+    # names that differ but would share plot files
+    spaced = tmp_path / "spaced.yaml"
+    spaced.write_text(two_phases.read_text().replace("name: two-phases", "name: two phases"))
+    underscored = tmp_path / "underscored.yaml"
+    underscored.write_text(two_phases.read_text().replace("name: two-phases", "name: two_phases"))
+    with pytest.raises(UserError, match=r"name scenarios 'two phases' and 'two_phases'.*two_phases-\*\.png"):
+        run_bench([str(spaced), str(underscored)], ["default"], [1], jobs=1)
 
 
 def test_cli_errors(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

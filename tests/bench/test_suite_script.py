@@ -88,3 +88,33 @@ def test_from_a_directory_without_a_bench_document_is_a_usage_error(tmp_path: Pa
     assert done.returncode == 2
     assert f"--from {tmp_path}: no bench.json there" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _judged(dial: dict[str, Any], starts: list[float]) -> dict[str, Any]:
+    return {"name": "x", "phase_starts_s": starts, "results": {"dial": {"mbps": 1.0, **dial}}}
+
+
+def test_a_ratio_of_zero_is_below_every_target(suite: ModuleType) -> None:
+    lines, _ = suite.checks([_judged({"vs_oracle": 0.0, "vs_default": 0.0}, [0.0])])
+    assert "below 0.95: x (0.000)" in lines[0]
+    assert lines[1] == "DIAL below the default: x (0.000)"
+
+
+def test_a_ratio_just_below_a_target_does_not_print_as_the_target(suite: ModuleType) -> None:
+    lines, _ = suite.checks([_judged({"vs_oracle": 0.94996, "vs_default": 0.99999}, [0.0])])
+    assert "below 0.95: x (0.94996)" in lines[0]
+    assert lines[1] == "DIAL below the default: x (0.99999)"
+
+
+def test_convergence_is_judged_after_each_phase_change_on_the_slowest_seed(suite: ModuleType) -> None:
+    ratios = {"vs_oracle": 1.0, "vs_default": 1.0}
+    # the run's start is not a phase change; the mean 2.5 s hides a seed at 3.5 s
+    entry = _judged({**ratios, "convergence_s": [9.0, 2.5], "convergence_max_s": [12.0, 3.5]}, [0.0, 20.0])
+    _, figures = suite.checks([entry])
+    assert figures["dial_slow_phases"] == ["x@20s (3.5 s)"]
+    single = _judged({**ratios, "convergence_s": [9.0], "convergence_max_s": [9.0]}, [0.0])
+    assert suite.checks([single])[1]["dial_slow_phases"] == []
+    # a document without the oracle has no convergence: named, not a crash
+    lines, figures = suite.checks([_judged(ratios, [0.0, 20.0])])
+    assert figures["dial_slow_phases"] == []
+    assert "convergence not judged (no oracle run): x" in lines

@@ -6,20 +6,23 @@
   then the winner runs once more with the agent in the loop so that it has a time series too.
 - **Aggregates** per scenario and tuner, over seeds: mean application MB/s and its spread
   (sample standard deviation, min, max); the mean of per-seed ratios to the oracle and to the
-  default; the mean decision time per tick.
+  default; the mean decision time per tick (and of the first tick that decided apart).
 - **Convergence** after each phase change (a job starting or stopping, and t = 0): the
   simulated seconds from the change until the tuner's OSC throughput, averaged over the last
   :data:`WINDOW_S`, reaches 95% of the *phase's* best and holds there: its mean over the next
-  :data:`HOLD_S` (or what is left of the phase) is at 95% too.  The phase's best is the highest
+  :data:`HOLD_S` (or what is left of the phase, at least one tick) is at 95% too.  The phase's best is the highest
   mean OSC throughput over that phase among the 99 static runs of the oracle's sweep (None:
   never within the phase).  Each phase so has its own best configuration (``phase_best`` in the
   document), as a tuner that follows a workload change should reach it.  The hold keeps a
   single lucky window from counting: a tuner that passes 95% for half a second and falls back
-  has not converged.
+  has not converged.  ``convergence_s`` is the mean over seeds, ``convergence_max_s`` the slowest
+  seed (both None for a phase some seed never converged in).
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -55,6 +58,11 @@ class BenchScenario:
         return parse_scenario(self.text, self.path, self.with_seed(seed))
 
 
+def file_stem(name: str) -> str:
+    """The stem of a scenario's plot files: its name, with '_' for what a file name should not hold."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
 def phase_starts(scenario: Scenario) -> list[float]:
     """Times (s) at which the set of running jobs changes, 0 included, before the end."""
     end = scenario.duration_ns
@@ -66,26 +74,32 @@ def convergence(
     series: Mapping[str, Sequence[float]], best: Sequence[float], starts: Sequence[float], end: float
 ) -> list[float | None]:
     """Per phase: seconds until ``series`` reaches 95% of that phase's ``best`` OSC MB/s and holds
-    there (module docstring)."""
-    times, values = list(series["time"]), list(series["osc_mbps"])
+    there (module docstring); None if it never does."""
+    # whole nanoseconds, as the simulator counts: tick times in float seconds (0.1 s probes)
+    # would put a window's edge on either side of a tick by rounding
+    times = [round(t * 1e9) for t in series["time"]]
+    values = list(series["osc_mbps"])
+    window, hold = round(WINDOW_S * 1e9), round(HOLD_S * 1e9)
 
-    def mean_over(after: float, upto: float) -> float | None:
-        window = [v for u, v in zip(times, values, strict=True) if after < u <= upto]
-        return statistics.fmean(window) if window else None
+    def mean_over(after: int, upto: int) -> float | None:
+        inside = [v for u, v in zip(times, values, strict=True) if after < u <= upto]
+        return statistics.fmean(inside) if inside else None
 
     out: list[float | None] = []
-    for i, start in enumerate(starts):
-        stop = starts[i + 1] if i + 1 < len(starts) else end
+    bounds = [round(t * 1e9) for t in starts] + [round(end * 1e9)]
+    for i, (start, stop) in enumerate(itertools.pairwise(bounds)):
         target = CONVERGED * best[i]
         found: float | None = None
         if target > 0:
             for t in times:
                 if not start < t <= stop:
                     continue
-                reached = mean_over(max(start, t - WINDOW_S), t)
-                held = mean_over(t, min(stop, t + HOLD_S))  # None at the phase's last window
-                if reached is not None and reached >= target and (held is None or held >= target):
-                    found = t - start
+                reached = mean_over(max(start, t - window), t)
+                # the hold needs at least one later tick in the phase: a phase's last window
+                # alone would let one lucky interval count
+                held = mean_over(t, min(stop, t + hold))
+                if reached is not None and reached >= target and held is not None and held >= target:
+                    found = (t - start) / 1e9
                     break
         else:
             found = 0.0  # nothing to reach in an idle phase
@@ -102,20 +116,27 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def _mean_convergence(
+def _convergence_over_seeds(
     runs: Sequence[Mapping[str, Any]], bests: Sequence[Sequence[Mapping[str, Any]]], starts: Sequence[float], end: float
-) -> list[float | None]:
-    """Per phase, the mean convergence over ``runs`` (one per seed; ``bests``: each one's phase_best)."""
+) -> tuple[list[float | None], list[float | None]]:
+    """Per phase, the mean and the slowest convergence over ``runs`` (one per seed; ``bests``: each
+    one's phase_best); None for a phase where some seed never converged."""
     per_run = [
         convergence(r["series"], [p["osc_mbps"] for p in best], starts, end)
         for r, best in zip(runs, bests, strict=True)
     ]
-    return [_mean_or_none([c[i] for c in per_run]) for i in range(len(starts))]
+    phases = [[c[i] for c in per_run] for i in range(len(starts))]
+    return [_mean_or_none(values) for values in phases], [_max_or_none(values) for values in phases]
 
 
 def _mean_or_none(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.fmean(present) if present and len(present) == len(values) else None
+
+
+def _max_or_none(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present and len(present) == len(values) else None
 
 
 def check_tuners(tuners: Sequence[str], options: Mapping[str, Mapping[str, str]]) -> None:
@@ -147,15 +168,17 @@ def run_bench(
         raise UserError("--seeds: give at least one seed")
     scenarios = [BenchScenario(path, read_scenario_text(path), dict(overrides or {})) for path in scenario_paths]
     loaded = {(s.path, seed): s.load(seed) for s in scenarios for seed in seeds}  # validates every file now
-    named: dict[str, str] = {}
+    named: dict[str, tuple[str, str]] = {}  # plot file stem -> (scenario name, file)
     for s in scenarios:  # the report names its rows and plots by scenario name
         name = loaded[(s.path, seeds[0])].name
-        if name in named:
+        if (stem := file_stem(name)) in named:
+            other, path = named[stem]
+            same = f"are both scenario {name!r}" if other == name else f"name scenarios {other!r} and {name!r}"
             raise UserError(
-                f"{named[name]} and {s.path} are both scenario {name!r}: the report names its tables and plots "
-                "by scenario name, so give each scenario once and a name of its own"
+                f"{path} and {s.path} {same}: the report names its tables and plots ({stem}-*.png) by "
+                "scenario name, so give each scenario once and a name of its own"
             )
-        named[name] = s.path
+        named[stem] = (name, s.path)
     configs = grid_configs(GRIDS["dial99"])
     tuned = [(s, seed, t) for s in scenarios for seed in seeds for t in tuners if t != "oracle"]
     sweeps = [(s, seed) for s in scenarios for seed in seeds] if "oracle" in tuners else []
@@ -259,12 +282,15 @@ def _aggregate(
             if any("ior" in r for r in per_seed):
                 entry["ior"] = _ior_means(per_seed)
             entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
+            entry["decide_first_ms"] = statistics.fmean(r.get("decide_first_ms", 0.0) for r in per_seed)
             entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
             for baseline in ("oracle", "default"):
                 entry[f"vs_{baseline}"] = mean_ratio(per_seed, mine, baseline)
             if all((s.path, r["seed"]) in phase_best for r in per_seed):
                 bests = [phase_best[(s.path, r["seed"])] for r in per_seed]
-                entry["convergence_s"] = _mean_convergence(per_seed, bests, starts, end)
+                entry["convergence_s"], entry["convergence_max_s"] = _convergence_over_seeds(
+                    per_seed, bests, starts, end
+                )
             results[tuner] = entry
         for r in sorted(mine.values(), key=lambda r: (r["seed"], tuners.index(r["tuner"]))):
             oracle = mine.get((r["seed"], "oracle"))
@@ -318,7 +344,7 @@ def recompute_convergence(document: dict[str, Any]) -> dict[str, Any]:
             if not runs or not all(str(r["seed"]) in s["phase_best"] for r in runs):
                 continue
             bests = [s["phase_best"][str(r["seed"])] for r in runs]
-            entry["convergence_s"] = _mean_convergence(runs, bests, starts, end)
+            entry["convergence_s"], entry["convergence_max_s"] = _convergence_over_seeds(runs, bests, starts, end)
     return document
 
 

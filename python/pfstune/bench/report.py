@@ -16,12 +16,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S
+from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S, file_stem
 
 CSV_FIELDS = (
     "scenario",
@@ -35,11 +34,8 @@ CSV_FIELDS = (
     "vs_oracle",
     "decisions",
     "decide_ms",
+    "decide_first_ms",
 )
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
 def _num(value: float | None, digits: int = 1) -> str:
@@ -90,7 +86,10 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         if scenario["results"]:
             note = (
                 f"Convergence: seconds from each phase start until the {WINDOW_S:g} s mean reaches "
-                f"{CONVERGED:.0%} of the phase's best and holds there for the next {HOLD_S:g} s."
+                f"{CONVERGED:.0%} of the phase's best and holds there for the next {HOLD_S:g} s; "
+                "the mean over seeds, with the slowest seed in brackets where it differs. Decide ms: "
+                "the tuner's time per agent tick for all the OSCs it drives, after its first decision "
+                "(which pays a model's set-up: `decide_first_ms` in bench.json)."
             )
             lines += [note, ""]
         header = (
@@ -98,7 +97,7 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         )
         lines += [header, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for tuner, r in scenario["results"].items():
-            converge = ", ".join("never" if c is None else f"{c:g}" for c in r.get("convergence_s", [])) or "-"
+            converge = _convergence_cell(r.get("convergence_s", []), r.get("convergence_max_s"))
             lines.append(
                 f"| {tuner} | {_num(r['mbps'])} | {_num(r['mbps_std'])}, {_num(r['mbps_min'])}-{_num(r['mbps_max'])} "
                 f"| {_num(r['vs_oracle'], 3)} | {_num(r['vs_default'], 3)} | {converge} | {_num(r['decide_ms'], 2)} |"
@@ -106,10 +105,24 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
         lines.append("")
         lines += _ior_table(scenario["results"])
         for kind, caption in (("throughput", "OSC throughput over time"), ("config", "configuration over time")):
-            name = f"{_slug(scenario['name'])}-{kind}.png"
+            name = f"{file_stem(scenario['name'])}-{kind}.png"
             if name in plots:
                 lines += [f"![{caption}]({name})", ""]
     return "\n".join(lines)
+
+
+def _convergence_cell(means: Sequence[float | None], slowest: Sequence[float | None] | None) -> str:
+    """``2.5 (4)`` per phase: the mean over seeds and, where it differs, the slowest seed."""
+    cells = []
+    for i, mean in enumerate(means):
+        worst = slowest[i] if slowest is not None and i < len(slowest) else mean
+        if mean is None:
+            cells.append("never")
+        elif worst is not None and abs(worst - mean) > 1e-9:
+            cells.append(f"{mean:.3g} ({worst:g})")
+        else:
+            cells.append(f"{mean:g}")
+    return ", ".join(cells) or "-"
 
 
 def _ior_table(results: Mapping[str, Any]) -> list[str]:
@@ -168,7 +181,7 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         ax.set_ylabel("OSC MB/s, all OSCs")
         ax.legend(fontsize="small")
         fig.tight_layout()
-        written.append(out / f"{_slug(scenario['name'])}-throughput.png")
+        written.append(out / f"{file_stem(scenario['name'])}-throughput.png")
         fig.savefig(written[-1], dpi=100)
         plt.close(fig)
         fig, axes = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
@@ -184,7 +197,7 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         axes[1].set_xlabel("simulated time (s), busiest OSC")
         axes[0].legend(fontsize="small")
         fig.tight_layout()
-        written.append(out / f"{_slug(scenario['name'])}-config.png")
+        written.append(out / f"{file_stem(scenario['name'])}-config.png")
         fig.savefig(written[-1], dpi=100)
         plt.close(fig)
     return written
