@@ -140,6 +140,8 @@ def test_bad_input_is_a_user_error_before_any_run(tmp_path: Path) -> None:
         plan_runs([path, path])
     with pytest.raises(UserError, match="not a duration"):
         plan_runs([path], duration="10")
+    with pytest.raises(UserError, match=r"seeds below 2\^63"):
+        plan_runs([path], seeds=[2**63])
     (tmp_path / "file").write_text("")
     with pytest.raises(UserError, match="not a directory"):
         collect([path], tmp_path / "file")

@@ -128,6 +128,16 @@ def test_same_osc_name_on_two_clients() -> None:
     assert set(normalize(one, "mem")["osc"]) == {"osc0"}  # one client per name: names unchanged
 
 
+@pytest.mark.parametrize(("column", "value"), [("iteration", float("nan")), ("observation_no", 1.5)])
+def test_iterations_and_observations_must_be_whole_numbers(tmp_path: Path, column: str, value: float) -> None:
+    rows = _rows([1.0, 2.0, 3.0])
+    rows[column] = rows[column].astype(float)
+    rows.loc[1, column] = value
+    rows.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(UserError, match=rf"bad\.parquet: column {column} must hold whole numbers; row 1"):
+        load_dataset([tmp_path / "bad.parquet"])
+
+
 def test_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such dataset"):
         load_dataset([tmp_path / "absent.parquet"])
@@ -163,6 +173,29 @@ def real_slice(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("real") / "slice.parquet"
     raw.to_parquet(path)
     return path
+
+
+@needs_dev
+def test_same_osc_name_on_two_clients_keeps_each_previous_interval_its_own(real_slice: Path) -> None:
+    # write_rpc_generation_rate needs the previous interval of the same series: the same
+    # client's, not the other client's row of the same number
+    raw = pd.read_parquet(real_slice)
+    one = raw[(raw["workload"] == "seq_w_1_io_8k") & (raw["iteration"] == 1)].assign(client=0)
+    two = one.assign(client=1)
+    for column in ("ost_write_rpc_bytes_data.samples_sum", "cur_write_rif"):
+        two[column] = two[column] * 3
+    both = normalize(pd.concat([one, two], ignore_index=True), "mem")
+    alone = pd.concat([normalize(one, "mem"), normalize(two, "mem")], ignore_index=True)
+    column = "write_rpc_generation_rate"
+    assert alone[column].notna().sum() > 100
+    assert both[column].equals(alone[column])
+
+
+@needs_dev
+def test_observation_numbers_stored_as_text_are_read(real_slice: Path) -> None:
+    raw = pd.read_parquet(real_slice)
+    as_text = raw.assign(observation_no=raw["observation_no"].astype(str))
+    assert normalize(as_text, "mem").equals(normalize(raw, "mem"))
 
 
 @needs_dev

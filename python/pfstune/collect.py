@@ -160,6 +160,8 @@ def plan_runs(
         text = read_scenario_text(path)
         own_seed = parse_scenario(text, source).seed
         for seed in [own_seed] if seeds is None else seeds:
+            if seed >= 2**63:  # it becomes the files' int64 iteration column
+                raise UserError(f"seed {seed}: pfstune collect takes seeds below 2^63 (the iteration column is int64)")
             scenario = parse_scenario(text, source, _overrides(seed, duration))
             file = f"{scenario.name}-seed{seed}.parquet"
             if file in owner:

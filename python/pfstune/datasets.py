@@ -197,6 +197,20 @@ def not_numbers(df: pd.DataFrame, names: Sequence[str]) -> str | None:
     return f"column{'s' if len(bad) > 1 else ''} {shown} hold{'' if len(bad) > 1 else 's'} values that are not numbers"
 
 
+def whole_numbers(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
+    """``frame[column]`` as int64; UserError naming ``name`` and the first row that is not a whole number.
+
+    Numbers stored as text are read; NaN, fractions and values beyond int64 are refused (a NaN
+    cast to int64 silently becomes -2^63).
+    """
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+    whole = np.isfinite(values) & (values == np.floor(values)) & (np.abs(values) < 2.0**63)
+    if not whole.all():
+        row = int(np.flatnonzero(~whole)[0])
+        raise UserError(f"{name}: column {column} must hold whole numbers; row {row} has {frame[column].iloc[row]!r}")
+    return values.astype(np.int64)
+
+
 def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     """One file's rows in the loaded layout (:data:`META_COLUMNS` + features); ``name`` names it in errors.
 
@@ -213,6 +227,8 @@ def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     problem = not_numbers(frame, ["iteration", "observation_no", *FEATURE_COLUMNS, *RAW_COLUMNS])
     if problem:
         raise UserError(f"{name}: {problem}")
+    for column in ("iteration", "observation_no"):  # before anything orders series by them
+        frame[column] = whole_numbers(frame, column, name)
     if all(column in frame.columns for column in FEATURE_COLUMNS):
         features = frame[list(FEATURE_COLUMNS)].astype(np.float64)
         default_source = "unknown"
@@ -223,11 +239,8 @@ def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:
         missing = [column for column in FEATURE_COLUMNS if column not in frame.columns]
         shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
         raise UserError(f"{name}: not a pfstune dataset: lacks feature columns {shown} (see pfstune.datasets)")
-    try:
-        iteration = frame["iteration"].to_numpy(dtype=np.int64)
-        observation = frame["observation_no"].to_numpy(dtype=np.int64)
-    except (TypeError, ValueError):
-        raise UserError(f"{name}: columns iteration and observation_no must be integers") from None
+    iteration = frame["iteration"].to_numpy(dtype=np.int64)
+    observation = frame["observation_no"].to_numpy(dtype=np.int64)
     source = frame["source"].astype(str) if "source" in frame.columns else default_source
     osc = frame["osc"].astype(str)
     if "client" in frame.columns and len(frame) and frame.groupby(osc)["client"].nunique().max() > 1:

@@ -888,7 +888,7 @@ def dominant_op(row: Mapping[str, Any] | pd.Series) -> Literal["read", "write"] 
 
 
 #: Columns that identify one OSC time series in the dataset.
-_SERIES_KEYS = ("workload", "iteration", "osc")
+_SERIES_KEYS = ("workload", "iteration", "client", "osc")  # client: in pfstune collect files
 
 
 def _prev_write_rif_bytes(df: pd.DataFrame) -> FloatArray:

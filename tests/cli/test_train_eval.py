@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 from pfstune.cli.main import main
+from pfstune.cli.train import MAX_ITERATIONS, iteration_list
 from pfstune.models import load_model
 from tests.conftest import SHARED
 
@@ -147,3 +149,11 @@ def test_bad_iteration_list(capsys: pytest.CaptureFixture[str]) -> None:
         main(["train", "x.parquet", "--out", "m", "--holdout-iterations", "20-17"])
     assert exit_info.value.code == 2
     assert "not a list of iterations" in capsys.readouterr().err
+
+
+def test_an_iteration_range_too_long_to_hold_is_refused() -> None:
+    assert iteration_list("1-3,7") == [1, 2, 3, 7]
+    assert len(iteration_list(f"1-{MAX_ITERATIONS}")) == MAX_ITERATIONS
+    for text in (f"1-{MAX_ITERATIONS + 1}", "1-1000000000"):
+        with pytest.raises(argparse.ArgumentTypeError, match="at most"):
+            iteration_list(text)

@@ -21,6 +21,11 @@ from pfstune.errors import UserError
 DEFAULT_VALIDATION_FRACTION = 0.2
 
 
+#: The most iterations a list may name (a dataset has tens; a typo like 1-1000000000 must not
+#: fill the memory).
+MAX_ITERATIONS = 1_000_000
+
+
 def iteration_list(text: str) -> list[int]:
     """argparse type: ``17,18`` or ``17-20`` or a mix (``1,3-5``) -> sorted unique iterations."""
     values: set[int] = set()
@@ -28,11 +33,13 @@ def iteration_list(text: str) -> list[int]:
         for part in text.split(","):
             low, sep, high = part.strip().partition("-")
             first, last = int(low), int(high) if sep else int(low)
-            if last < first:
+            if last < first or last - first >= MAX_ITERATIONS or len(values) >= MAX_ITERATIONS:
                 raise ValueError
             values.update(range(first, last + 1))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of iterations like 17,18 or 17-20") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of iterations like 17,18 or 17-20 (at most {MAX_ITERATIONS:,} of them)"
+        ) from None
     return sorted(values)
 
 

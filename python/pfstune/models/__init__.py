@@ -40,6 +40,6 @@ def load_model(directory: str | Path = "default") -> Model:
         kind = json.loads(meta_file.read_text(encoding="utf-8")).get("kind")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:
         raise UserError(f"{meta_file}: not valid model metadata ({err})") from None
-    if kind not in MODELS:
+    if not isinstance(kind, str) or kind not in MODELS:
         raise UserError(f"{meta_file}: unknown model kind {kind!r}; known: {', '.join(sorted(MODELS))}")
     return MODELS[kind].load(path)

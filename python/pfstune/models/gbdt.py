@@ -255,6 +255,8 @@ class GBDTModel(Model):
         except ValueError as err:
             raise UserError(f"{where}: {err}") from None
         digests = meta.get("sha256") or {}
+        if not isinstance(digests, dict):
+            raise UserError(f"{where}: sha256 must map each model file to its digest")
         for op in ops:
             name = f"{op}.txt"
             file = path / name
@@ -273,8 +275,12 @@ class GBDTModel(Model):
             model._boosters[op] = booster
         model._metadata = meta
         lgb_meta = meta.get("lightgbm") or {}
-        model.params = {**model.params, **(lgb_meta.get("params") or {})}
-        model.num_boost_round = int(lgb_meta.get("num_boost_round", model.num_boost_round))
+        params = lgb_meta.get("params") or {} if isinstance(lgb_meta, dict) else None
+        rounds = lgb_meta.get("num_boost_round", model.num_boost_round) if isinstance(lgb_meta, dict) else None
+        if not isinstance(params, dict) or not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+            raise UserError(f"{where}: lightgbm must hold a params mapping and a positive integer num_boost_round")
+        model.params = {**model.params, **params}
+        model.num_boost_round = rounds
         return model
 
     # ------------------------------------------------------------------------------------------
@@ -355,7 +361,7 @@ def _read_metadata(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != "pfstune-model":
         raise UserError(f'{file}: not a pfstune model description (no "format": "pfstune-model")')
     version = meta.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= FORMAT_VERSION:
         raise UserError(f"{file}: format_version {version!r} is not supported (this pfstune reads {FORMAT_VERSION})")
     return meta
 
