@@ -217,6 +217,22 @@ def test_an_idle_osc_reverts_to_its_original_values() -> None:
     assert tuner.suggest(Context(OSC, 0.0, dict(first), BOUNDS, {})) == first  # no interval yet: unchanged
 
 
+def test_idle_keep_holds_the_configuration_and_skips_the_next_busy_interval() -> None:
+    # the released tuner's rule, opt-in: an idle OSC keeps what it had, and the interval after
+    # an idle one (partly idle) is not judged
+    tuner = DialTuner(idle="keep", predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.2))
+    first = tuner.suggest(_context("read"))
+    assert first == _config(1024, 32)
+    assert tuner.suggest(_context(None, first)) == first
+    everything = _Table(lambda c: 0.9)  # from now on the model trusts (1024, 256) too
+    restored = DialTuner(idle="keep", predictor=everything)
+    restored.load_state_dict(json.loads(json.dumps(tuner.state_dict())))
+    tuner.predictor = everything
+    for each in (tuner, restored):
+        assert each.suggest(_context("read", first)) == first  # right after idle: not judged
+        assert each.suggest(_context("read", first)) == _config(1024, 256)  # judged again
+
+
 def test_one_model_call_per_operation_for_all_oscs() -> None:
     model = _Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 8 else 0.2)
     tuner = DialTuner(predictor=model)
@@ -321,6 +337,7 @@ def test_the_guard_state_survives_a_restart() -> None:
         {"xfer_threshold": 120.0},
         {"skip_intervals": -1},
         {"skip_intervals": 2.5},
+        {"idle": "forget"},
     ],
 )
 def test_bad_options(options: dict[str, object]) -> None:
@@ -328,10 +345,21 @@ def test_bad_options(options: dict[str, object]) -> None:
         DialTuner(predictor=_Table(lambda c: 0.5), **options)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("score", "guard"), [("released", 0.0), ("paper", 0.0), ("released", 0.2)])
-def test_dial_with_a_stand_in_model_conforms(score: str, guard: float) -> None:
+@pytest.mark.parametrize(
+    ("score", "guard", "idle"),
+    [
+        ("released", 0.0, "original"),
+        ("paper", 0.0, "original"),
+        ("released", 0.2, "original"),
+        ("released", 0.0, "keep"),
+    ],
+)
+def test_dial_with_a_stand_in_model_conforms(score: str, guard: float, idle: str) -> None:
     check_tuner(
         lambda: DialTuner(
-            score=score, guard=guard, predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3)
+            score=score,
+            guard=guard,
+            idle=idle,
+            predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3),
         )
     )

@@ -55,11 +55,12 @@ shipped in the package, see :mod:`pfstune.models`).
 
 Not taken from the released tuner: it starts every OSC's first busy interval at (1, 1); it keeps
 an OSC's configuration through idle intervals and does not tune right after one (here an idle OSC
-goes back to its original values, so that a device left alone is as the administrator set it);
-and it skips reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5%
-of the pages.  That last rule cannot have fired on DIAL's own Lustre 2.15.5 testbed: 2.15
-prints the counter as ``hit_max_readahead_issue``, which the released tuner's pattern does not
-match (lustre-client.md section 1.6).
+goes back to its original values, so that a device left alone is as the administrator set it;
+``idle=keep`` does what the released tuner does, docs/results.md measures both); and it skips
+reads while llite's ``read_ahead_stats`` report "hit max r-a issue" on more than 5% of the pages.
+That last rule cannot have fired on DIAL's own Lustre 2.15.5 testbed: 2.15 prints the counter as
+``hit_max_readahead_issue``, which the released tuner's pattern does not match (lustre-client.md
+section 1.6).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ from pfstune.lustre.layout import parse_osc_name
 from pfstune.tuners._base import Config, Context, Tuner
 
 #: The scores of Algorithm 1: as released by DIAL's authors, or as printed in the seed.
+#: What an OSC that carried no data gets: its original values, or what it had (the released tuner).
+IDLE_RULES = ("original", "keep")
 SCORES = ("released", "paper")
 
 _DIRTY = "cur_dirty_bytes"
@@ -133,6 +136,7 @@ class DialTuner(Tuner):
         skip_intervals: int = 5,
         guard: float = 0.0,
         guard_intervals: int = 20,
+        idle: str = "original",
         *,
         predictor: Predictor | None = None,
     ) -> None:
@@ -140,7 +144,8 @@ class DialTuner(Tuner):
 
         ``alpha`` and ``beta`` weigh the paper's scores (``score=paper``); ``xfer_threshold`` and
         ``skip_intervals`` belong to the released scores (``score=released``); ``guard`` and
-        ``guard_intervals`` take back changes that lost throughput (module docstring).
+        ``guard_intervals`` take back changes that lost throughput; ``idle`` is what an idle OSC
+        gets, its ``original`` values or the configuration it had (``keep``) (module docstring).
         """
         if not 0 <= tau < 1:
             raise UserError(f"dial: tau must be in [0, 1), got {tau}")
@@ -148,6 +153,8 @@ class DialTuner(Tuner):
             raise UserError(f"dial: alpha and beta must be finite and >= 0, got {alpha} and {beta}")
         if score not in SCORES:
             raise UserError(f"dial: score must be one of {', '.join(SCORES)}, got {score!r}")
+        if idle not in IDLE_RULES:
+            raise UserError(f"dial: idle must be one of {', '.join(IDLE_RULES)}, got {idle!r}")
         if not 0 <= xfer_threshold <= 100:
             raise UserError(f"dial: xfer_threshold must be a percentage in [0, 100], got {xfer_threshold}")
         if skip_intervals < 0 or int(skip_intervals) != skip_intervals:
@@ -160,6 +167,7 @@ class DialTuner(Tuner):
         self.score = score
         self.xfer_threshold = float(xfer_threshold)
         self.skip_intervals = int(skip_intervals)
+        self.idle = idle
         self.guard = float(guard)
         self.guard_intervals = int(guard_intervals)
         self.model_path = model
@@ -178,6 +186,7 @@ class DialTuner(Tuner):
         self._clients: dict[str, str] = {}  # OSC -> its mount
         self._last: dict[str, tuple[tuple[int, int], float, str]] = {}  # (config, MB/s, op) of the last busy interval
         self._banned: dict[str, dict[tuple[int, int], int]] = {}  # configuration -> intervals left, per OSC
+        self._after_idle: set[str] = set()  # idle=keep: OSCs whose last interval was idle
 
     def suggest(self, context: Context) -> Config:
         """Algorithm 1 for one OSC (see :meth:`suggest_batch`)."""
@@ -194,9 +203,16 @@ class DialTuner(Tuner):
             if not context.metrics:
                 continue  # first probe: no interval yet
             op = dominant_op(context.metrics)
-            if op is None:  # idle: back to what the administrator had
-                results[index] = dict(self._originals[context.osc])
+            if op is None:
                 self._last.pop(context.osc, None)
+                if self.idle == "keep":  # the released tuner: keep it, and skip the next busy interval
+                    self._after_idle.add(context.osc)
+                else:  # back to what the administrator had
+                    results[index] = dict(self._originals[context.osc])
+                continue
+            if context.osc in self._after_idle:
+                # an interval that began idle mixes the two; the released tuner does not judge it
+                self._after_idle.discard(context.osc)
                 continue
             if self.guard > 0:
                 taken_back = self._check_last_change(context, op)
@@ -376,6 +392,7 @@ class DialTuner(Tuner):
         self._clients.pop(osc, None)
         self._last.pop(osc, None)
         self._banned.pop(osc, None)
+        self._after_idle.discard(osc)
 
     def state_dict(self) -> dict[str, Any]:
         """The originals per OSC, and the released scores' memory (the model is its own directory)."""
@@ -386,6 +403,7 @@ class DialTuner(Tuner):
             "skip": dict(self._skip),
             "last": {osc: [list(c), mbps, op] for osc, (c, mbps, op) in self._last.items()},
             "banned": {osc: [[*c, n] for c, n in bans.items()] for osc, bans in self._banned.items()},
+            "after_idle": sorted(self._after_idle),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -400,6 +418,7 @@ class DialTuner(Tuner):
             osc: {(int(pages), int(flight)): int(n) for pages, flight, n in bans}
             for osc, bans in state.get("banned", {}).items()
         }
+        self._after_idle = {str(osc) for osc in state.get("after_idle", [])}
 
 
 def _key(config: Mapping[str, int]) -> tuple[int, int]:
