@@ -329,6 +329,25 @@ def test_a_tuner_that_raises_changes_nothing_and_the_loop_goes_on(caplog: pytest
     assert "tuner flaky works again after 3 failed tick(s)" in caplog.text
 
 
+class _Overreaching(Tuner):
+    """Writes its choice into the context it was given and adds a parameter it does not tune."""
+
+    name = "overreaching"
+
+    def suggest(self, context: Context) -> Config:
+        context.config.update({"max_rpcs_in_flight": 16})
+        return {**context.config, "max_dirty_mb": 0}
+
+
+def test_the_agent_applies_only_tuned_parameters_against_the_values_it_probed() -> None:
+    backend = _SlowBackend(cost=0.0)
+    written: list[Config] = []
+    backend.apply = lambda osc, config: written.append(dict(config)) or dict(config)  # type: ignore[method-assign]
+    Agent(backend, _Overreaching(), interval=0.5).run(duration=1.0)
+    # the change is seen although the context now says 16, and max_dirty_mb is never written
+    assert written == [{"max_rpcs_in_flight": 16}] * 3
+
+
 class _Sixteen(Tuner):
     """Always asks for 16 RPCs in flight; remembers which OSCs it was told to forget."""
 

@@ -182,11 +182,14 @@ class Agent:
         forget = gone + sorted(left_alone - self._left_alone)  # the tuner lets go of both
         self._left_alone = left_alone
         featured = time.perf_counter()
+        in_force = {context.osc: dict(context.config) for context in contexts}  # a tuner may not alter them
         suggestions = self._ask_tuner(contexts, forget, report)
         decided = time.perf_counter()
         requests: dict[str, Config] = {}
         for context, suggestion in zip(contexts, suggestions, strict=True):
-            changes = {p: int(v) for p, v in suggestion.items() if context.config.get(p) != v}
+            # only the tuned parameters: a tuner does not get to set anything else
+            current = in_force[context.osc]
+            changes = {p: int(v) for p, v in suggestion.items() if p in TUNED_PARAMS and current.get(p) != v}
             if changes:
                 requests[context.osc] = changes
         # One call for the tick, so that the backend can save every original at once.

@@ -9,9 +9,10 @@ Run it from a test with the tuner's factory::
 Each check drives the tuner with a synthetic OSC (:class:`SyntheticOsc`: throughput is a smooth
 function of the configuration, with a clear optimum away from the default) and raises
 AssertionError naming the rule that broke.  The rules are the interface's contract, not a
-quality bar: staying in bounds, integer configurations of the tuned parameters, tolerance of
-first-probe, idle and NaN metrics, per-OSC independence, a JSON round trip of the state that
-changes nothing, and ``suggest_batch`` agreeing with ``suggest``.
+quality bar: staying in the bounds each context gives, integer values of the tuned parameters
+and nothing else, contexts left as they were, tolerance of a first probe (no observe before it),
+idle and NaN metrics, per-OSC independence, ``forget`` starting an OSC afresh, a JSON round trip
+of the state (no NaN) that changes nothing, and ``suggest_batch`` agreeing with ``suggest``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner
 
 #: Bounds of a 2.15 client talking to ldiskfs OSTs (4 MiB brw_size).
 BOUNDS: dict[str, tuple[int, int]] = {"max_pages_per_rpc": (1, 1024), "max_rpcs_in_flight": (1, 256)}
+#: Tighter bounds (a ZFS OST's 1 MiB brw_size, an administrator's floor and ceiling of RPCs in flight).
+NARROW: dict[str, tuple[int, int]] = {"max_pages_per_rpc": (1, 256), "max_rpcs_in_flight": (2, 64)}
 DEFAULT: Config = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 8}
 
 
@@ -68,30 +71,91 @@ class SyntheticOsc:
 
 
 def drive(
-    tuner: Tuner, osc: SyntheticOsc, ticks: int, name: str = "fs-OST0000-osc-ffff000000000001", seconds: float = 0.5
+    tuner: Tuner,
+    osc: SyntheticOsc,
+    ticks: int,
+    name: str = "fs-OST0000-osc-ffff000000000001",
+    seconds: float = 0.5,
+    bounds: Mapping[str, tuple[int, int]] = BOUNDS,
 ) -> Iterator[Config]:
     """Run ``tuner`` against ``osc`` for ``ticks`` probe intervals, as the agent would; yield each config."""
-    config = dict(DEFAULT)
+    config = _clamped(DEFAULT, bounds)
     for tick in range(ticks):
         tuner.observe(name, dict(config), osc.metrics(config, seconds))
-        config = _checked(tuner.suggest(_context(name, tick * seconds, config, osc.metrics(config, seconds))), config)
+        context = _context(name, tick * seconds, config, osc.metrics(config, seconds), bounds)
+        config = _checked(_suggest(tuner, context), context)
         yield config
 
 
-def _context(name: str, time: float, config: Config, metrics: Mapping[str, float]) -> Context:
-    return Context(osc=name, time=time, config=dict(config), bounds=dict(BOUNDS), metrics=dict(metrics))
+def _clamped(config: Mapping[str, int], bounds: Mapping[str, tuple[int, int]]) -> Config:
+    return {p: min(max(config[p], bounds[p][0]), bounds[p][1]) for p in TUNED_PARAMS}
 
 
-def _checked(suggestion: object, current: Config) -> Config:
+def _context(
+    name: str,
+    time: float,
+    config: Config,
+    metrics: Mapping[str, float],
+    bounds: Mapping[str, tuple[int, int]] = BOUNDS,
+) -> Context:
+    return Context(osc=name, time=time, config=dict(config), bounds=dict(bounds), metrics=dict(metrics))
+
+
+def _suggest(tuner: Tuner, context: Context) -> Config:
+    """``tuner.suggest(context)``, checking that the context is left as it was."""
+    before = (dict(context.config), dict(context.bounds), dict(context.metrics))
+    suggestion = tuner.suggest(context)
+    _unchanged(context, before)
+    return suggestion
+
+
+_Snapshot = tuple[Config, dict[str, tuple[int, int]], dict[str, float]]
+
+
+def _unchanged(context: Context, before: _Snapshot) -> None:
+    after: _Snapshot = (dict(context.config), dict(context.bounds), dict(context.metrics))
+    for what, was, now in (
+        ("config", before[0], after[0]),
+        ("bounds", before[1], after[1]),
+        ("metrics", before[2], after[2]),
+    ):
+        assert _same(was, now), f"the tuner changed context.{what} of {context.osc}: {was} -> {now}"
+
+
+def _same(was: Mapping[str, object], now: Mapping[str, object]) -> bool:
+    """Equal mappings, NaN equal to NaN (metrics hold NaN for what could not be measured)."""
+    if was.keys() != now.keys():
+        return False
+    for key, value in was.items():
+        other = now[key]
+        nan = isinstance(value, float) and isinstance(other, float) and math.isnan(value) and math.isnan(other)
+        if value != other and not nan:
+            return False
+    return True
+
+
+def _checked(suggestion: object, context: Context) -> Config:
     assert isinstance(suggestion, dict), f"suggest returned {type(suggestion).__name__}, not a dict"
+    extra = set(suggestion) - set(TUNED_PARAMS)
+    assert not extra, f"suggest returned parameters it does not tune: {sorted(extra)}"
     for param in TUNED_PARAMS:
         assert param in suggestion, f"suggest left out {param}: {suggestion}"
         value = suggestion[param]
         assert isinstance(value, int), f"{param}={value!r} is not an int"
         assert not isinstance(value, bool), f"{param}={value!r} is a bool, not an int"
-        low, high = BOUNDS[param]
-        assert low <= value <= high, f"{param}={value} is outside the bounds {low}..{high}"
+        low, high = context.bounds[param]
+        assert low <= value <= high, f"{param}={value} is outside the context's bounds {low}..{high}"
     return {param: int(suggestion[param]) for param in TUNED_PARAMS}
+
+
+def _json_state(tuner: Tuner) -> dict[str, object]:
+    """``tuner.state_dict()`` through strict JSON (NaN and infinities are not JSON)."""
+    try:
+        text = json.dumps(tuner.state_dict(), allow_nan=False)
+    except ValueError as err:
+        raise AssertionError(f"state_dict is not strict JSON: {err}") from None
+    state: dict[str, object] = json.loads(text)
+    return state
 
 
 def check_tuner(factory: Callable[[], Tuner]) -> None:
@@ -101,6 +165,7 @@ def check_tuner(factory: Callable[[], Tuner]) -> None:
         check_first_probe_and_bad_metrics,
         check_state_round_trip,
         check_independent_oscs,
+        check_forget_starts_afresh,
         check_batch_agrees,
     ):
         check(factory)
@@ -115,15 +180,19 @@ def check_bounds_and_types(factory: Callable[[], Tuner]) -> None:
         {"max_pages_per_rpc": 1, "max_rpcs_in_flight": 1},
         {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 256},
     ):
-        for _ in drive(factory(), SyntheticOsc(best), ticks=400):
-            pass
+        for bounds in (BOUNDS, NARROW):  # the optima lie outside the narrow bounds: pushed against them
+            for _ in drive(factory(), SyntheticOsc(best), ticks=400, bounds=bounds):
+                pass
 
 
 def check_first_probe_and_bad_metrics(factory: Callable[[], Tuner]) -> None:
-    """Empty metrics (first probe), an idle interval, NaN values and a zero duration do not break it."""
+    """A first probe (suggest before any observe, empty metrics), an idle interval, NaN values and a
+    zero duration do not break it."""
     tuner = factory()
     name = "fs-OST0001-osc-ffff000000000001"
     config = dict(DEFAULT)
+    # the agent's first tick: no interval has ended, so nothing is observed before this
+    config = _checked(_suggest(tuner, _context(name, 0.0, config, {})), _context(name, 0.0, config, {}))
     rows: list[dict[str, float]] = [
         {},
         {"actual_record_duration": 0.5},
@@ -135,7 +204,8 @@ def check_first_probe_and_bad_metrics(factory: Callable[[], Tuner]) -> None:
     ]
     for tick, row in enumerate(rows * 40):
         tuner.observe(name, dict(config), row)
-        config = _checked(tuner.suggest(_context(name, tick * 0.5, config, row)), config)
+        context = _context(name, tick * 0.5, config, row)
+        config = _checked(_suggest(tuner, context), context)
     tuner.forget(name)
     tuner.forget("never-seen")
 
@@ -146,9 +216,10 @@ def check_state_round_trip(factory: Callable[[], Tuner]) -> None:
     osc = SyntheticOsc()
     for _ in drive(original, osc, ticks=57):
         pass
-    state = json.loads(json.dumps(original.state_dict()))
+    state = _json_state(original)
     copy = factory()
     copy.load_state_dict(state)
+    assert _json_state(copy) == state, "state_dict after load_state_dict differs from the state loaded"
     config = {"max_pages_per_rpc": 64, "max_rpcs_in_flight": 16}
     name = "fs-OST0000-osc-ffff000000000001"
     for tick in range(80):
@@ -156,9 +227,9 @@ def check_state_round_trip(factory: Callable[[], Tuner]) -> None:
         original.observe(name, dict(config), metrics)
         copy.observe(name, dict(config), metrics)
         context = _context(name, 100 + tick * 0.5, config, metrics)
-        a, b = original.suggest(context), copy.suggest(context)
+        a, b = _suggest(original, context), _suggest(copy, context)
         assert a == b, f"after load_state_dict the copy suggested {b}, the original {a} (tick {tick})"
-        config = _checked(a, config)
+        config = _checked(a, context)
 
 
 def check_independent_oscs(factory: Callable[[], Tuner]) -> None:
@@ -174,20 +245,45 @@ def check_independent_oscs(factory: Callable[[], Tuner]) -> None:
     name, other = "fs-OST0000-osc-ffff000000000001", "fs-OST0001-osc-ffff000000000001"
     for tick in range(200):
         shared.observe(other, dict(other_cfg), quiet.metrics(other_cfg))
-        other_cfg = _checked(
-            shared.suggest(_context(other, tick * 0.5, other_cfg, quiet.metrics(other_cfg))), other_cfg
-        )
+        context = _context(other, tick * 0.5, other_cfg, quiet.metrics(other_cfg))
+        other_cfg = _checked(_suggest(shared, context), context)
         for tuner, cfg in ((alone, a_cfg), (shared, s_cfg)):
             tuner.observe(name, dict(cfg), busy.metrics(cfg))
-        a_cfg = _checked(alone.suggest(_context(name, tick * 0.5, a_cfg, busy.metrics(a_cfg))), a_cfg)
-        s_cfg = _checked(shared.suggest(_context(name, tick * 0.5, s_cfg, busy.metrics(s_cfg))), s_cfg)
+        a_context = _context(name, tick * 0.5, a_cfg, busy.metrics(a_cfg))
+        a_cfg = _checked(_suggest(alone, a_context), a_context)
+        s_context = _context(name, tick * 0.5, s_cfg, busy.metrics(s_cfg))
+        s_cfg = _checked(_suggest(shared, s_context), s_context)
         assert a_cfg == s_cfg, f"another OSC's traffic changed this OSC's suggestion at tick {tick}: {a_cfg} != {s_cfg}"
 
 
+def check_forget_starts_afresh(factory: Callable[[], Tuner]) -> None:
+    """After ``forget(osc)`` the tuner decides for that OSC as a tuner that never saw it would."""
+    used, fresh = factory(), factory()
+    name = "fs-OST0000-osc-ffff000000000001"
+    for _ in drive(used, SyntheticOsc({"max_pages_per_rpc": 4, "max_rpcs_in_flight": 2}, write=True), ticks=90):
+        pass
+    used.forget(name)
+    osc = SyntheticOsc()
+    a_cfg, f_cfg = dict(DEFAULT), dict(DEFAULT)
+    for tick in range(90):
+        used.observe(name, dict(a_cfg), osc.metrics(a_cfg))
+        fresh.observe(name, dict(f_cfg), osc.metrics(f_cfg))
+        a_context = _context(name, 50 + tick * 0.5, a_cfg, osc.metrics(a_cfg))
+        f_context = _context(name, 50 + tick * 0.5, f_cfg, osc.metrics(f_cfg))
+        a_cfg, f_cfg = _checked(_suggest(used, a_context), a_context), _checked(_suggest(fresh, f_context), f_context)
+        assert a_cfg == f_cfg, f"after forget the OSC is not decided afresh at tick {tick}: {a_cfg} != {f_cfg}"
+
+
 def check_batch_agrees(factory: Callable[[], Tuner]) -> None:
-    """suggest_batch over several OSCs gives what suggest gives one at a time."""
+    """suggest_batch over several OSCs gives what suggest gives one at a time, in the contexts' order."""
     one, batch = factory(), factory()
-    oscs = {f"fs-OST{i:04x}-osc-ffff000000000001": SyntheticOsc(peak_mbps=100.0 * (i + 1)) for i in range(4)}
+    optima = [(16, 4), (256, 32), (1024, 2), (2, 128)]  # a batch in the wrong order cannot pass
+    oscs = {
+        f"fs-OST{i:04x}-osc-ffff000000000001": SyntheticOsc(
+            {"max_pages_per_rpc": pages, "max_rpcs_in_flight": flight}, peak_mbps=100.0 * (i + 1)
+        )
+        for i, (pages, flight) in enumerate(optima)
+    }
     configs = {name: dict(DEFAULT) for name in oscs}
     for tick in range(120):
         contexts = []
@@ -196,8 +292,11 @@ def check_batch_agrees(factory: Callable[[], Tuner]) -> None:
             one.observe(name, dict(configs[name]), metrics)
             batch.observe(name, dict(configs[name]), metrics)
             contexts.append(_context(name, tick * 0.5, configs[name], metrics))
-        singles = [one.suggest(context) for context in contexts]
+        singles = [_suggest(one, context) for context in contexts]
+        before = [(dict(c.config), dict(c.bounds), dict(c.metrics)) for c in contexts]
         batched = batch.suggest_batch(contexts)
+        for context, was in zip(contexts, before, strict=True):
+            _unchanged(context, was)
         assert singles == batched, f"suggest_batch disagrees with suggest at tick {tick}: {batched} != {singles}"
-        for name, suggestion in zip(oscs, singles, strict=True):
-            configs[name] = _checked(suggestion, configs[name])
+        for context, suggestion in zip(contexts, singles, strict=True):
+            configs[context.osc] = _checked(suggestion, context)
