@@ -329,6 +329,15 @@ def test_a_tuner_that_raises_changes_nothing_and_the_loop_goes_on(caplog: pytest
     assert "tuner flaky works again after 3 failed tick(s)" in caplog.text
 
 
+def test_an_osc_left_alone_that_went_away_is_no_longer_reported() -> None:
+    backend = _SlowBackend(cost=0.0)
+    backend.left_alone = lambda: frozenset({"fs-OST0000-osc-ffff000000000001", "fs-OST0009-osc-ffff000000000001"})  # type: ignore[method-assign]
+    reports: list[TickReport] = []
+    Agent(backend, DefaultTuner(), interval=0.5, listeners=[reports.append]).run(duration=0.5)
+    # OST0009 is in the actuator's memory but no longer on the client: the exporter would keep its gauge
+    assert reports[-1].left_alone == {"fs-OST0000-osc-ffff000000000001"}
+
+
 class _Overreaching(Tuner):
     """Writes its choice into the context it was given and adds a parameter it does not tune."""
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pfstune.cli.main import build_parser
 from pfstune.config import AgentOptions, load_file, resolve
 from pfstune.errors import UserError
 from pfstune.tuners import make_tuner
@@ -90,3 +91,11 @@ def test_a_file_that_is_not_utf8_is_a_user_error(tmp_path: Path) -> None:
 def test_missing_file_is_a_user_error(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="No such file"):
         resolve(tmp_path / "absent.toml", {})
+
+
+def test_no_dry_run_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "agent.toml"
+    path.write_text("dry_run = true\n")
+    for argv, expected in ((["agent"], True), (["agent", "--no-dry-run"], False), (["agent", "--dry-run"], True)):
+        args = build_parser().parse_args(argv)
+        assert resolve(path, {"dry_run": args.dry_run}).dry_run is expected, argv

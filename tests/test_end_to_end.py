@@ -155,6 +155,11 @@ def test_a_second_agent_on_the_node_refuses_to_start(served: Path, tmp_path: Pat
         )
         assert second.returncode == 2
         assert str(first.pid) in second.stderr
+        # the agent logs JSON lines, and the line that says why it stopped is one of them
+        last = json.loads(second.stderr.strip().splitlines()[-1])
+        assert last["level"] == "error"
+        assert last["exit_status"] == 2
+        assert str(first.pid) in last["message"]
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=30)
@@ -188,7 +193,9 @@ def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Pa
     out, err = agent.communicate(timeout=60)
     assert agent.returncode == 0, err
     if json_output:  # stdout is the summary alone; the lctl lines go to stderr beside the JSON logs
-        assert json.loads(out)["tuner"] == "iopathtune"
+        summary = json.loads(out)
+        assert summary["tuner"] == "iopathtune"
+        assert summary["decisions"] == 0  # proposals printed, none applied
         out = "\n".join(line for line in err.splitlines() if not line.startswith("{"))
     lines = out.splitlines()
     assert lines, "a dry run of IOPathTune printed no change"

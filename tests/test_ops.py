@@ -76,12 +76,12 @@ def test_an_oscs_series_go_away_with_it() -> None:
     assert text.count(f'osc="{old}"') == 6  # two tunables, throughput, decisions (_total, _created), left alone
     exporter(TickReport(time=1.5, configs={old: config, new: config}))  # no throughput this interval
     text = generate_latest(exporter.registry).decode()
-    assert f'pfstune_osc_throughput_mbps{{osc="{old}"}}' not in text
+    assert f'pfstune_osc_throughput_bytes_per_second{{osc="{old}"}}' not in text
     assert f'pfstune_osc_tunable{{osc="{new}",param="max_rpcs_in_flight"}} 16.0' in text
     exporter(TickReport(time=2.0, mbps={new: 100.0}, configs={new: config}))
     text = generate_latest(exporter.registry).decode()
     assert f'osc="{old}"' not in text
-    assert f'pfstune_osc_throughput_mbps{{osc="{new}"}} 100.0' in text
+    assert f'pfstune_osc_throughput_bytes_per_second{{osc="{new}"}} 1e+08' in text
     assert text.count(f'osc="{new}"') == 3
 
 
@@ -105,7 +105,7 @@ def test_exporter_serves_the_agent_metrics_on_localhost() -> None:
     exporter.serve(port)
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     assert f'pfstune_osc_tunable{{osc="{osc}",param="max_rpcs_in_flight"}} 16.0' in text
-    assert f'pfstune_osc_throughput_mbps{{osc="{osc}"}} 812.5' in text
+    assert f'pfstune_osc_throughput_bytes_per_second{{osc="{osc}"}} 8.125e+08' in text
     assert f'pfstune_decisions_total{{osc="{osc}"}} 1.0' in text
     assert "pfstune_errors_total 2.0" in text
     assert "pfstune_tick_seconds_count 1.0" in text

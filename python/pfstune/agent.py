@@ -88,6 +88,10 @@ def _config_of(tunables: Mapping[str, int | str]) -> Config | None:
     return config
 
 
+def _assignments(changes: Mapping[str, int]) -> str:
+    return " ".join(f"{p}={v}" for p, v in sorted(changes.items()))
+
+
 class Agent:
     """Tunes the OSCs of one backend with one tuner.  See the module docstring."""
 
@@ -205,16 +209,24 @@ class Agent:
                 if written:
                     report.configs[context.osc] = {**context.config, **written}
                 continue
-            report.configs[context.osc] = {**context.config, **result}
             # What changed, not what was asked: the kernel may round a value, and the actuator leaves
             # alone an OSC whose values someone else has changed.
             changes = {p: v for p, v in result.items() if context.config.get(p) != v}
+            if self.backend.dry_run:
+                # nothing was written: the client keeps its values, and no decision took effect (the
+                # tuner proposes again from what is in force; the backend prints each change once)
+                report.configs[context.osc] = dict(context.config)
+                if changes:
+                    log.debug("%s: dry run: would set %s", context.osc, _assignments(changes))
+                continue
+            report.configs[context.osc] = {**context.config, **result}
             if not changes:
                 continue
             report.changes[context.osc] = changes
-            log.info("%s: set %s", context.osc, " ".join(f"{p}={v}" for p, v in sorted(changes.items())))
+            log.info("%s: set %s", context.osc, _assignments(changes))
         self._previous = probe
-        report.left_alone = self.backend.left_alone()  # with any this tick's applies found
+        # with any this tick's applies found; not an OSC that went away (it is forgotten)
+        report.left_alone = self.backend.left_alone() & set(names)
         finished = time.perf_counter()
         report.seconds = finished - started
         report.probe_seconds = probed - started

@@ -3,7 +3,8 @@
 Metrics, refreshed after every tick:
 
 - ``pfstune_osc_tunable{osc,param}``: the value in force of each tuned parameter;
-- ``pfstune_osc_throughput_mbps{osc}``: RPC throughput of the last interval (MB = 10^6 bytes);
+- ``pfstune_osc_throughput_bytes_per_second{osc}``: RPC throughput of the last interval (base
+  units, as Prometheus names them);
 - ``pfstune_decisions_total{osc}``: configurations applied;
 - ``pfstune_errors_total``: writes refused or not verified, and ticks whose tuner raised;
 - ``pfstune_osc_left_alone{osc}``: 1 for an OSC no longer tuned because someone else changed
@@ -42,7 +43,10 @@ class Exporter:
             "pfstune_osc_tunable", "Value in force of a tuned OSC parameter", ["osc", "param"], registry=self.registry
         )
         self.throughput = Gauge(
-            "pfstune_osc_throughput_mbps", "RPC throughput of the last interval, MB/s", ["osc"], registry=self.registry
+            "pfstune_osc_throughput_bytes_per_second",
+            "RPC throughput of the last interval, bytes per second",
+            ["osc"],
+            registry=self.registry,
         )
         self.decisions = Counter(
             "pfstune_decisions", "Configurations applied to an OSC", ["osc"], registry=self.registry
@@ -78,7 +82,7 @@ class Exporter:
                 with contextlib.suppress(KeyError):  # older prometheus_client: KeyError for a series never set
                     self.throughput.remove(osc)
         for osc, mbps in report.mbps.items():
-            self.throughput.labels(osc=osc).set(mbps)
+            self.throughput.labels(osc=osc).set(mbps * 1e6)
         for osc in report.changes:
             self.decisions.labels(osc=osc).inc()
         for osc in report.left_alone:

@@ -35,6 +35,11 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+def json_logging() -> bool:
+    """Whether :func:`setup_json_logging` has run: errors then go out as JSON lines too."""
+    return any(isinstance(h.formatter, JsonFormatter) for h in logging.getLogger("pfstune").handlers)
+
+
 def setup_json_logging(level: str = "info", stream: TextIO | None = None) -> None:
     """Send pfstune's log records, as JSON lines, to ``stream`` (default stderr) at ``level``."""
     handler = logging.StreamHandler(stream or sys.stderr)

@@ -30,6 +30,8 @@ class Backend(ABC):
 
     #: The clock the agent runs on (real time, or simulated time for the sim backend).
     clock: Clock
+    #: A dry run: applies are printed, nothing is written, the client keeps its values.
+    dry_run: bool = False
 
     def __enter__(self) -> Backend:
         """Prepare for probing and applying (default: nothing to do)."""

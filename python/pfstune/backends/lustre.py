@@ -50,6 +50,7 @@ class LustreBackend(Backend):
             raise UserError(f"--root {root}: not a directory")
         self.clock = RealClock(stop)
         self.prober = Prober(root, osc_glob=osc_glob, files=MINIMAL_FILES)
+        self.dry_run = dry_run
         self.actuator = Actuator(root, state_dir, dry_run=dry_run, logger=log, echo=echo)
         # The tuned parameters' bounds depend on the OSC's server limits (read once per OSC and
         # kept by the actuator until remount) and the node's RAM, not on other parameters, so

@@ -121,7 +121,12 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             metavar=metavars[option.name],
             help=f"{option.metadata['help']} (default: {shown.get(option.name, option.default)})",
         )
-    parser.add_argument("--dry-run", action="store_const", const=True, default=None, help="print, do not write")
+    parser.add_argument(
+        "--dry-run",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="print the lctl set_param lines, write nothing (--no-dry-run: write, whatever the config file says)",
+    )
     add_tuner_option_argument(parser)
     parser.add_argument("--json", action="store_true", help="print a JSON summary of the run on exit")
     parser.set_defaults(func=main)

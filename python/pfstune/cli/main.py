@@ -9,6 +9,7 @@ Every subcommand module has ``setup_parser(subparsers)``, which registers its pa
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import signal
@@ -34,6 +35,7 @@ from pfstune.cli import (
     train,
 )
 from pfstune.errors import PfstuneError, UserError
+from pfstune.logs import json_logging
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,16 +130,25 @@ def attach_negative_values(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _error(err: Exception, status: int) -> None:
+    """The one line a failed command leaves: JSON once a command logs in JSON (the agent), so that
+    the line saying why it stopped reaches a log collector in the same form as the others."""
+    if json_logging():
+        logging.getLogger("pfstune").error("%s", err, extra={"exit_status": status})
+    else:
+        print(f"pfstune: error: {err}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pfstune`` command line with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     args = build_parser().parse_args(attach_negative_values(sys.argv[1:] if argv is None else argv))
     try:
         status: int = args.func(args)
     except UserError as err:
-        print(f"pfstune: error: {err}", file=sys.stderr)
+        _error(err, 2)
         return 2
     except PfstuneError as err:
-        print(f"pfstune: error: {err}", file=sys.stderr)
+        _error(err, 1)
         return 1
     except KeyboardInterrupt:
         return 130
