@@ -203,6 +203,7 @@ def test_dry_run_prints_lctl_lines_and_writes_nothing(served: Path, tmp_path: Pa
     assert not any(" -P " in line for line in lines)
     assert _values(served) == before
     assert not (tmp_path / "state" / "originals.json").exists()
+    assert not (tmp_path / "state" / "tuner.json").exists()
 
 
 def test_dial_with_the_shipped_model_tunes_a_served_tree_and_restores_it(served: Path, tmp_path: Path) -> None:
@@ -217,3 +218,7 @@ def test_dial_with_the_shipped_model_tunes_a_served_tree_and_restores_it(served:
     assert _values(root) == originals
     _settled(root)
     assert _values(root) == originals
+    # what DIAL learned (its per-OSC memory) is saved for the next start
+    saved = json.loads((state / "tuner.json").read_text())
+    assert saved["tuner"] == "dial"
+    assert saved["state"]["originals"]

@@ -20,6 +20,7 @@ from pfstune.config import DEFAULT_CONFIG, AgentOptions, resolve
 from pfstune.errors import UserError
 from pfstune.logs import setup_json_logging
 from pfstune.systemd import notify
+from pfstune.tuner_state import PeriodicSave, load_tuner_state, save_tuner_state
 from pfstune.tuners import TUNERS, make_tuner
 
 log = logging.getLogger("pfstune.agent")
@@ -38,6 +39,8 @@ An OSC whose tuned values someone else changes (lctl set_param by hand) is left 
 on, and keeps those values at exit. One agent per node: a second one exits with an error
 (STATE_DIR/agent.lock). Persistent settings (lctl set_param -P) are never used. --dry-run
 prints the lctl set_param lines the agent would run (on stderr with --json) and writes nothing.
+What the tuner has learned is saved in STATE_DIR/tuner.json (every 60 s and on exit) and loaded
+by the next agent with the same tuner and options.
 """
 
 EPILOG = f"""\
@@ -196,6 +199,12 @@ def main(args: argparse.Namespace) -> int:
                         f"{options.metrics_address}: {err.strerror or err}"
                     ) from None
                 listeners.append(exporter)
+            # what the tuner learned survives a restart, on a real client (not in a dry run, which
+            # writes nothing, nor in a simulation, which starts from its scenario)
+            keep_state = options.backend == "lustre" and not options.dry_run
+            if keep_state:
+                load_tuner_state(options.state_dir, tuner, options.tuner_options)
+                listeners.append(PeriodicSave(options.state_dir, tuner, options.tuner_options))
             agent = Agent(backend, tuner, interval=options.interval, osc_glob=options.osc, listeners=listeners)
             log.info(
                 "started",
@@ -204,6 +213,8 @@ def main(args: argparse.Namespace) -> int:
             notify("READY=1")
             summary = agent.run(options.duration)
             notify("STOPPING=1")
+            if keep_state:
+                save_tuner_state(options.state_dir, tuner, options.tuner_options)
             log.info("stopping; restoring original values", extra=summary.as_dict())
     finally:
         for sig, handler in previous.items():
