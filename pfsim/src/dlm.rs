@@ -4,7 +4,7 @@
 //! conflicting lock is called back: its holder writes the dirty pages under it as high-priority
 //! RPCs (allowed past max_rpcs_in_flight), drops its cached pages there, and cancels it.
 
-use crate::engine::{Ev, Sim};
+use crate::engine::{Ev, OtherRpc, Sim};
 use crate::model::{OpKind, OpState, PAGE};
 use crate::pageset::PageSet;
 use crate::stats::OscCtr;
@@ -325,10 +325,8 @@ impl Sim {
             self.callbacks.swap_remove(i);
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
             self.files[cb.file as usize].lock_changes[cb.stripe] += 1;
-            let osc = &mut self.oscs[osc_i as usize];
-            let stats = &mut osc.counters_mut().stats;
-            stats.add(OscCtr::LdlmCancel, (rtt / 1000) as i64);
-            stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+            // the LDLM_CANCEL RPC: `ldlm_cancel` and `req_waittime` at its reply
+            self.send_other_rpc(osc_i, OtherRpc::Cancel, rtt);
             self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
             cancelled += 1;
         }
@@ -346,10 +344,10 @@ impl Sim {
         let c = &self.cfg.cluster;
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
         let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
-        let osc = &mut self.oscs[osc_i as usize];
-        let stats = &mut osc.counters_mut().stats;
-        stats.add(OscCtr::LdlmExtentEnqueue, 1);
-        stats.add(OscCtr::ReqWaittime, (rtt / 1000) as i64);
+        // the enqueue RPC: `ldlm_extent_enqueue` at once (ldlm_cli_enqueue()), `req_waittime`
+        // at its reply
+        self.oscs[osc_i as usize].counters_mut().stats.add(OscCtr::LdlmExtentEnqueue, 1);
+        self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
         // the op that asked holds a reference: it proceeds even if the lock is called back
         if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
             op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
@@ -360,14 +358,29 @@ impl Sim {
     /// Forget a client's cached pages under a cancelled lock (the cancel discards them).
     fn drop_cached_object_range(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
         let f = &self.files[file as usize];
+        let (n, sp) = (f.osts.len() as u64, f.stripe_size / PAGE);
+        // read-ahead marks of the dropped pages (unless reads are in flight: their pages may
+        // have been read ahead again) go with them; only to keep the marks small
+        let cl = &mut self.clients[client];
+        if let Some(marks) = cl.ra_marks.get_mut(&file) {
+            if f.reading[client].is_empty() {
+                if n == 1 {
+                    marks.remove(start, end);
+                } else {
+                    let end = end.min(f.size.div_ceil(PAGE).div_ceil(n) + sp);
+                    remove_object_pages(marks, n, sp, stripe as u64, start, end);
+                }
+                if marks.is_empty() {
+                    cl.ra_marks.remove(&file);
+                }
+            }
+        }
         if f.cache[client].is_empty() {
             return;
         }
-        let n = f.osts.len() as u64;
         let removed = if n == 1 {
             self.files[file as usize].cache[client].remove(start, end)
         } else {
-            let sp = f.stripe_size / PAGE;
             let end = end.min(f.size.div_ceil(PAGE).div_ceil(n) + sp);
             remove_object_pages(&mut self.files[file as usize].cache[client], n, sp, stripe as u64, start, end)
         };

@@ -3,7 +3,8 @@
 //!
 //! Time is in nanoseconds. Pages are ranges: no event is ever per page.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use crate::config::{Config, JobConfig};
 use crate::device::{transfer, Device, Disk, Elevator, Link, Request};
@@ -25,6 +26,27 @@ pub(crate) enum Ev {
     Flusher(u32),
     /// An OST device behind an elevator finished its request (its RPCs go on, the next starts).
     Disk(u32),
+}
+
+/// An RPC an OSC sends besides its bulk reads and writes: an extent lock enqueue, a lock cancel,
+/// an `OST_SYNC`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum OtherRpc {
+    Enqueue,
+    Cancel,
+    Sync,
+}
+
+impl OtherRpc {
+    /// The `osc.*.stats` opcode counter its reply adds to (an enqueue is counted at send, in
+    /// `ldlm_extent_enqueue`).
+    fn counter(self) -> Option<OscCtr> {
+        match self {
+            OtherRpc::Enqueue => None,
+            OtherRpc::Cancel => Some(OscCtr::LdlmCancel),
+            OtherRpc::Sync => Some(OscCtr::OstSync),
+        }
+    }
 }
 
 /// OSS: NRS FIFO request queue served by a pool of service threads.
@@ -77,6 +99,11 @@ pub struct Sim {
     /// Scratch for the extents around a write (`neighbours`), kept to spare an allocation per
     /// write system call.
     near_buf: Vec<(u64, Extent)>,
+    /// RPCs of the OSCs other than bulk reads and writes (`OtherRpc`) whose replies are not back:
+    /// (reply time, OSC, kind, round trip in µs), the first reply on top. Their round trip is
+    /// fixed, so they take no event: a reply is counted before the first event at or after it
+    /// (and at the end of `run_until`).
+    other_rpcs: BinaryHeap<Reverse<(u64, u32, OtherRpc, i64)>>,
 }
 
 /// How long the simulated clients have been up when a scenario starts.
@@ -142,6 +169,7 @@ impl Sim {
             barriers: vec![Vec::new(); n_jobs],
             barrier_ns: vec![Vec::new(); n_jobs],
             near_buf: Vec::new(),
+            other_rpcs: BinaryHeap::new(),
             rng: Rng::new(0),
             cfg,
         };
@@ -186,6 +214,7 @@ impl Sim {
                 reclaim_count: 0,
                 stats: LliteStats::new(t0),
                 ra_stats: RaStats::new(t0),
+                ra_marks: BTreeMap::new(),
                 app_read_bytes: 0,
                 app_write_bytes: 0,
             };
@@ -452,6 +481,9 @@ impl Sim {
     /// Process every event up to and including time `t`, then set the clock to `t`.
     pub fn run_until(&mut self, t: u64) {
         while let Some((at, ev)) = self.queue.pop_until(t) {
+            if self.other_rpcs.peek().is_some_and(|r| r.0 .0 <= at) {
+                self.settle_other_rpcs(at);
+            }
             self.now = at;
             self.events += 1;
             let kind = match ev {
@@ -476,6 +508,35 @@ impl Sim {
             }
         }
         self.now = self.now.max(t);
+        self.settle_other_rpcs(self.now);
+    }
+
+    /// OSC `osc_i` sends an `OtherRpc` whose reply comes `rtt` from now: it is in flight on the
+    /// import until then, and `req_active` counts the RPCs in flight with it (`ptl_send_rpc()`).
+    pub(crate) fn send_other_rpc(&mut self, osc_i: u32, kind: OtherRpc, rtt: u64) {
+        let osc = &mut self.oscs[osc_i as usize];
+        osc.other_in_flight += 1;
+        let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
+        osc.counters_mut().stats.add(OscCtr::ReqActive, inflight as i64);
+        self.other_rpcs.push(Reverse((self.now + rtt, osc_i, kind, (rtt / 1000) as i64)));
+    }
+
+    /// The replies of `OtherRpc`s due by `t`: `req_waittime` and the opcode's counter take their
+    /// round trip (`after_reply()`), and they leave the import's in-flight count.
+    fn settle_other_rpcs(&mut self, t: u64) {
+        while let Some(&Reverse((reply_ns, osc_i, kind, wait_us))) = self.other_rpcs.peek() {
+            if reply_ns > t {
+                return;
+            }
+            self.other_rpcs.pop();
+            let osc = &mut self.oscs[osc_i as usize];
+            osc.other_in_flight -= 1;
+            let stats = &mut osc.counters_mut().stats;
+            stats.add(OscCtr::ReqWaittime, wait_us);
+            if let Some(c) = kind.counter() {
+                stats.add(c, wait_us);
+            }
+        }
     }
 
     /// The clock the statistics headers print: wall-clock time, or for 2.15.0/2.15.1 (LU-16231)
@@ -611,6 +672,7 @@ impl Sim {
             waits: 0,
             ready_at: self.now,
             fsync: req.fsync_after,
+            fsync_ns: None,
             locked: false,
             slot: req.file_slot,
             reopen: req.reopen,
@@ -741,6 +803,7 @@ impl Sim {
     fn discard_file(&mut self, file: u32) {
         self.files[file as usize].removed = true;
         for client in 0..self.clients.len() {
+            self.clients[client].ra_marks.remove(&file);
             let f = &self.files[file as usize];
             if f.cache[client].is_empty() && f.dirty_pages[client] == 0 {
                 continue; // nothing of it on this client (most, on a large cluster)
@@ -818,8 +881,14 @@ impl Sim {
                 client.app_read_bytes += op.len;
             }
             OpKind::Write => {
-                client.stats.add(LliteCtr::WriteBytes, op.len as i64);
-                client.stats.add(LliteCtr::Write, lat_us);
+                match op.fsync_ns {
+                    // the write was counted when its copy ended; this is the end of its fsync
+                    Some(t) => client.stats.add(LliteCtr::Fsync, ((self.now - t) / 1000) as i64),
+                    None => {
+                        client.stats.add(LliteCtr::WriteBytes, op.len as i64);
+                        client.stats.add(LliteCtr::Write, lat_us);
+                    }
+                }
                 client.app_write_bytes += op.len;
             }
         }
@@ -899,6 +968,10 @@ impl Sim {
                 }
             }
             self.insert_cached(client, op.file, page, run_end_file, osc_i);
+            // the application's data replaces what read-ahead brought in
+            if let Some(marks) = self.clients[client].ra_marks.get_mut(&op.file) {
+                marks.remove(page, run_end_file);
+            }
             cursor = (run_end_file + 1) * PAGE;
             cursor = cursor.min(end);
             self.check_rpcs(osc_i);
@@ -1045,6 +1118,15 @@ impl Sim {
         }
         let oscs: Vec<(u32, u64)> =
             f.osts.iter().zip(&f.obj_ids).map(|(&o, &obj)| (self.clients[client].oscs[o as usize], obj)).collect();
+        // the write system call is over (its copy into the cache has ended: ll_file_write_iter()
+        // counts it here), and the application's fsync() begins
+        let now = self.now;
+        let op = self.threads[tid as usize].op.as_mut().expect("op");
+        op.fsync_ns = Some(now);
+        let (len, lat_us) = (op.len, ((now - op.started_ns) / 1000) as i64);
+        let stats = &mut self.clients[client].stats;
+        stats.add(LliteCtr::WriteBytes, len as i64);
+        stats.add(LliteCtr::Write, lat_us);
         for (osc_i, obj) in oscs {
             if let Some(oc) = self.oscs[osc_i as usize].objects.get_mut(&obj) {
                 oc.make_urgent(u64::MAX);
@@ -1068,9 +1150,14 @@ impl Sim {
                         op.state = OpState::Running;
                         op.fsync = false;
                         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
-                        let osc_i = self.clients[client as usize].oscs[self.files[file as usize].osts[0] as usize];
-                        self.oscs[osc_i as usize].counters_mut().stats.add(OscCtr::OstSync, (rtt / 1000) as i64);
-                        self.clients[client as usize].stats.add(LliteCtr::Fsync, (rtt / 1000) as i64);
+                        // one OST_SYNC per stripe object (osc_io_fsync_start() -> osc_fsync_ost()
+                        // of each sub-io), all at once: the wait is one round trip; the llite
+                        // `fsync` sample is taken when the thread goes on (finish_op)
+                        for stripe in 0..self.files[file as usize].osts.len() {
+                            let ost = self.files[file as usize].osts[stripe];
+                            let osc_i = self.clients[client as usize].oscs[ost as usize];
+                            self.send_other_rpc(osc_i, OtherRpc::Sync, rtt);
+                        }
                         self.seq += 1;
                         self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
                     }
@@ -1121,10 +1208,26 @@ impl Sim {
         while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
             let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
             let removed = self.files[f as usize].cache[client].remove(s, e);
+            self.forget_ra_marks(client, f, s, e);
             let cl = &mut self.clients[client];
             cl.cached_pages -= removed.min(cl.cached_pages);
             let osc = &mut self.oscs[o as usize];
             osc.cached_pages -= removed.min(osc.cached_pages);
+        }
+    }
+
+    /// Forget the read-ahead marks of pages [s, e] of `file` on `client`, which left its page
+    /// cache unread, but for pages of reads in flight (read ahead again since). Only to keep the
+    /// marks small: a read counts no stale mark.
+    pub(crate) fn forget_ra_marks(&mut self, client: usize, file: u32, s: u64, e: u64) {
+        let cl = &mut self.clients[client];
+        let Some(marks) = cl.ra_marks.get_mut(&file) else { return };
+        if !overlapping(&self.files[file as usize].reading[client], s, e).is_empty() {
+            return;
+        }
+        marks.remove(s, e);
+        if marks.is_empty() {
+            cl.ra_marks.remove(&file);
         }
     }
 
@@ -1189,13 +1292,9 @@ impl Sim {
         // pages of the read itself
         let mut waits = 0u32;
         let mut sync_runs: Vec<(u64, u64)> = Vec::new();
-        let mut hit_pages = 0;
         {
             let f = &mut self.files[file];
-            let mut p = p0;
             for (s, e) in f.cache[client].gaps(p0, p1) {
-                hit_pages += s - p;
-                p = e + 1;
                 // pages already being read: wait for those chunks
                 let mut q = s;
                 let inflight: Vec<(u64, u64, u32)> = overlapping(&f.reading[client], s, e);
@@ -1213,9 +1312,24 @@ impl Sim {
                     sync_runs.push((q, e));
                 }
             }
-            hit_pages += p1 + 1 - p.min(p1 + 1);
         }
+        // ras_update() of each page that goes through ll_readpage(): a hit for a page read-ahead
+        // brought in (vpg_defer_uptodate), cached or still in flight, the first time a read
+        // reaches it; a miss for a page the read must fetch itself. Other cached pages are
+        // uptodate and served by the fast read, which counts nothing.
         let miss_pages: u64 = sync_runs.iter().map(|(s, e)| e - s + 1).sum();
+        let mut hit_pages = 0;
+        let cl = &mut self.clients[client];
+        if let Some(marks) = cl.ra_marks.get_mut(&(file as u32)) {
+            // marks of pages no longer there (evicted, dropped by a lock cancel) are stale
+            for &(s, e) in &sync_runs {
+                marks.remove(s, e);
+            }
+            hit_pages = marks.remove(p0, p1);
+            if marks.is_empty() {
+                cl.ra_marks.remove(&(file as u32));
+            }
+        }
         {
             let ra = &mut self.clients[client].ra_stats;
             if hit_pages > 0 {
@@ -1257,7 +1371,8 @@ impl Sim {
                     }
                 }
                 self.threads[tid as usize].ras[slot].ra_next = to + 1;
-                if to + 1 >= fsize_pages {
+                // read-ahead queued pages up to the file's last page
+                if ra_runs.last().is_some_and(|&(_, e)| e + 1 >= fsize_pages) {
                     self.clients[client].ra_stats.add_n(RaCtr::ReadaheadToEof, 1);
                 }
             }
@@ -1337,7 +1452,9 @@ impl Sim {
             };
             self.files[file as usize].reading[client].insert(p, (last, id));
             if ra {
-                self.clients[client].ra_inflight_pages += pages;
+                let cl = &mut self.clients[client];
+                cl.ra_inflight_pages += pages;
+                cl.ra_marks.entry(file).or_default().insert(p, last);
             }
             out.push((id, pages));
             p = last + 1;
@@ -2229,8 +2346,10 @@ fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64
 
 #[cfg(test)]
 mod tests {
-    use super::{human_over, stride_runs_within, take_pages, PAGE};
-    use crate::model::Readahead;
+    use super::{human_over, stride_runs_within, take_pages, Sim, PAGE};
+    use crate::config::Config;
+    use crate::model::{Osc, Readahead};
+    use crate::stats::{LliteCtr, OscCtr, RaCtr};
     use crate::rng::Rng;
 
     #[test]
@@ -2263,6 +2382,168 @@ mod tests {
             }
             assert_eq!(stride_runs_within(&ras, from, to), expected, "seed {seed}: {ras:?} [{from}, {to}]");
         }
+    }
+
+    const MIB: u64 = 1 << 20;
+    const MS: u64 = 1_000_000;
+
+    /// One filebench job on client 0 of a one-client cluster (128 GiB, 16 CPUs; 4 OSS x 2 SSD
+    /// OSTs; 4 MiB brw_size), 1 MiB stripes, 1 MiB I/O, running until `stop_ns`.
+    fn filebench(workload: &str, filesize: u64, stripes: u32, stop_ns: u64, fsync: bool, cached: bool) -> serde_json::Value {
+        serde_json::json!({
+            "name": "j0", "clients": [0], "workload": workload, "threads": 1, "iosize": MIB,
+            "filesize": filesize, "stripe_count": stripes, "stripe_size": MIB, "start_ns": 0,
+            "stop_ns": stop_ns, "fsync": fsync, "cached": cached,
+        })
+    }
+
+    /// The simulator for `jobs` on `clients` clients, not yet run.
+    fn sim_of(clients: usize, jobs: serde_json::Value, duration_ns: u64) -> Sim {
+        let cfg = serde_json::json!({
+            "name": "t", "seed": 3, "duration_ns": duration_ns, "probe_interval_ns": 500 * MS,
+            "cluster": {
+                "lustre_version": "2.15.5", "fsname": "testfs", "clients": clients,
+                "client_ram_bytes": 128u64 << 30, "client_cpus": 16, "oss": 4, "osts_per_oss": 2,
+                "oss_threads": 256, "net_bandwidth_bps": 2.8e9, "net_latency_ns": 25000,
+                "net_stream_bps": 7e8, "ost_kind": "ssd", "ost_read_bw_bps": 5e8,
+                "ost_write_bw_bps": 3e8, "ost_read_latency_ns": 20000, "ost_write_latency_ns": 20000,
+                "ost_random_penalty_ns": 400000, "ost_channels": 8, "ost_stripe_bytes": 131072,
+                "ost_capacity_bytes": 440_000_000_000u64, "oss_service_ns": 20000,
+                "client_rpc_ns": 12000, "client_page_ns": 10000, "client_write_page_ns": 2200,
+                "client_extent_ns": 5000, "client_syscall_ns": 10000, "brw_size_bytes": 4 * MIB,
+            },
+            "tunables": {},
+            "jobs": jobs,
+        });
+        Sim::new(Config::from_json(&cfg.to_string()).expect("config")).expect("simulator")
+    }
+
+    /// The OSCs of client 0 for the OSTs of file 0, in stripe order.
+    fn file_oscs(sim: &Sim) -> Vec<u32> {
+        sim.files[0].osts.iter().map(|&o| sim.clients[0].oscs[o as usize]).collect()
+    }
+
+    /// llite `write` times the write system call (the copy into the page cache) and `fsync` the
+    /// fsync() after it, from its start to its OST_SYNC reply: the flush in between is the
+    /// fsync's (lustre-client.md §1.5).
+    #[test]
+    fn an_fsync_is_timed_apart_from_the_write_before_it() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqwrite", 1 << 30, 1, 50 * MS, true, false)]), 200 * MS);
+        sim.run_until(200 * MS);
+        let stats = &sim.clients[0].stats;
+        let (write, fsync) = (*stats.get(LliteCtr::Write), *stats.get(LliteCtr::Fsync));
+        assert!(write.count > 5, "{write:?}");
+        assert_eq!(fsync.count, write.count, "an fsync after every write");
+        assert_eq!(stats.get(LliteCtr::WriteBytes).count, write.count);
+        // 1 MiB into the cache: 10 us + 256 x 2.2 us; the flush is a write RPC of 1 MiB to an
+        // SSD at 300 MB/s, and the OST_SYNC round trip is 70 us
+        assert!(write.max < 1000, "a write without its flush: {write:?}");
+        assert!(fsync.min > 3000, "an fsync with its flush: {fsync:?}");
+        assert_eq!(sim.totals().app_write_bytes, write.count * MIB);
+    }
+
+    /// Every RPC an OSC sends (reads, writes, extent lock enqueues and cancels, OST_SYNCs, the
+    /// connect) counts once in `req_active` at its send and once in `req_waittime` at its reply
+    /// (lustre-client.md §1.2, §4.7).
+    #[test]
+    fn every_rpc_counts_in_req_active_and_req_waittime() {
+        // two clients write one shared file, so that they call back each other's locks
+        let ior = serde_json::json!({
+            "name": "j0", "clients": [0, 1], "workload": "ior", "stripe_count": 4, "stripe_size": MIB,
+            "start_ns": 0, "stop_ns": 150 * MS,
+            "ior": { "api": "POSIX", "processes": 2, "transfer": MIB, "block": 4 * MIB, "segments": 16,
+                     "file_per_process": false, "reorder_tasks": false, "random": false, "fsync": true },
+        });
+        let mut sim = sim_of(2, serde_json::json!([ior]), 600 * MS);
+        let count = |o: &Osc, c: OscCtr| o.stat(c).count;
+        for step in 1..=60 {
+            sim.run_until(step * 10 * MS);
+            for o in &sim.oscs {
+                let in_flight = (o.r_in_flight + o.w_in_flight + o.other_in_flight) as u64;
+                assert_eq!(count(o, OscCtr::ReqActive), count(o, OscCtr::ReqWaittime) + in_flight, "{} at {step}0 ms", o.name);
+            }
+        }
+        let (mut syncs, mut cancels) = (0, 0);
+        for o in &sim.oscs {
+            assert_eq!(o.r_in_flight + o.w_in_flight + o.other_in_flight, 0, "{}: all replies back", o.name);
+            let opcodes: u64 = [OscCtr::OstRead, OscCtr::OstWrite, OscCtr::OstSync, OscCtr::LdlmCancel, OscCtr::OstConnect, OscCtr::LdlmExtentEnqueue]
+                .iter()
+                .map(|&c| count(o, c))
+                .sum();
+            assert_eq!(count(o, OscCtr::ReqWaittime), opcodes, "{}", o.name);
+            syncs += count(o, OscCtr::OstSync);
+            cancels += count(o, OscCtr::LdlmCancel);
+        }
+        assert!(syncs > 0 && cancels > 0, "syncs {syncs}, cancels {cancels}");
+    }
+
+    /// Enqueues, cancels and OST_SYNCs are in flight on the import until their replies: in
+    /// `req_active` of the RPCs sent meanwhile and in the import's `inflight:`.
+    #[test]
+    fn lock_and_sync_rpcs_are_in_flight_until_their_reply() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqwrite", 1 << 30, 4, 20 * MS, true, false)]), 30 * MS);
+        let oscs = file_oscs(&sim);
+        let mut seen = vec![0u32; oscs.len()];
+        for step in 1..=3000 {
+            sim.run_until(step * 10_000);
+            for (i, &o) in oscs.iter().enumerate() {
+                let osc = &sim.oscs[o as usize];
+                seen[i] = seen[i].max(osc.other_in_flight);
+                let name = format!("osc.{}.import", osc.name);
+                let text = sim.get_param(0, &name).expect("import");
+                let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
+                assert!(text.contains(&format!("inflight: {inflight}\n")), "{text}");
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 0), "each stripe's OSC had an enqueue or a sync in flight: {seen:?}");
+        assert!(oscs.iter().all(|&o| sim.oscs[o as usize].other_in_flight == 0));
+    }
+
+    /// fsync() sends an OST_SYNC to every stripe object (osc_io_fsync_start() ->
+    /// osc_fsync_ost() of each sub-io), all at once.
+    #[test]
+    fn an_fsync_syncs_every_stripe() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqwrite", 1 << 30, 4, 50 * MS, true, false)]), 200 * MS);
+        sim.run_until(200 * MS);
+        let fsyncs = sim.clients[0].stats.get(LliteCtr::Fsync).count;
+        assert!(fsyncs > 5);
+        for o in file_oscs(&sim) {
+            let sync = sim.oscs[o as usize].stat(OscCtr::OstSync);
+            assert_eq!(sync.count, fsyncs, "{}", sim.oscs[o as usize].name);
+            // one round trip each: 2 x 25 us + 20 us of service
+            assert_eq!((sync.min, sync.max), (70, 70));
+        }
+    }
+
+    /// `read_ahead_stats` hits and misses are counted per page that goes through ll_readpage():
+    /// a hit for a page read-ahead brought in, whether its RPC is back or not, a miss for one the
+    /// read fetches itself; every page of a sequential read of an uncached file is one or the
+    /// other, once.
+    #[test]
+    fn every_page_of_an_uncached_sequential_read_is_a_hit_or_a_miss_once() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqread", 1 << 30, 1, 100 * MS, false, false)]), 300 * MS);
+        sim.run_until(300 * MS);
+        let ra = &sim.clients[0].ra_stats;
+        let (hits, misses) = (ra.get(RaCtr::Hits).count, ra.get(RaCtr::Misses).count);
+        let pages = sim.totals().app_read_bytes / PAGE;
+        assert!(pages > 1000 && misses > 0 && hits > misses, "hits {hits}, misses {misses}, pages {pages}");
+        assert_eq!(hits + misses, pages);
+        assert!(sim.clients[0].ra_marks.values().map(|m| m.len()).sum::<u64>() > 0, "read ahead, not yet read");
+    }
+
+    /// Pages already uptodate in the cache (here a file preloaded there) are served by the fast
+    /// read and count neither a hit nor a miss; read-ahead, which has nothing to fetch, does not
+    /// reach EOF either.
+    #[test]
+    fn cached_pages_count_no_read_ahead_hits() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqread", 64 * MIB, 1, 100 * MS, false, true)]), 100 * MS);
+        sim.run_until(100 * MS);
+        assert!(sim.totals().app_read_bytes >= 64 * MIB, "the file read at least once");
+        let ra = &sim.clients[0].ra_stats;
+        for c in [RaCtr::Hits, RaCtr::Misses, RaCtr::ReadaheadToEof] {
+            assert_eq!(ra.get(c).count, 0, "{c:?}");
+        }
+        assert!(sim.clients[0].ra_marks.is_empty());
     }
 
     #[test]

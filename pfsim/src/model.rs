@@ -479,6 +479,10 @@ pub struct Client {
     pub reclaim_count: u32,
     pub stats: LliteStats,
     pub ra_stats: RaStats,
+    /// Per file: pages brought in by read-ahead that no read has reached yet, cached or still
+    /// in flight (`vpg_defer_uptodate`): the first read of one counts a read-ahead hit. Only
+    /// files with such pages have an entry.
+    pub ra_marks: BTreeMap<u32, crate::pageset::PageSet>,
     pub app_read_bytes: u64,
     pub app_write_bytes: u64,
 }
@@ -576,6 +580,9 @@ pub struct Op {
     pub waits: u32,
     pub ready_at: u64,
     pub fsync: bool,
+    /// When the write's fsync began: the write itself was over then (and counted in the llite
+    /// `write` stats); the op ends when the fsync does.
+    pub fsync_ns: Option<u64>,
     /// The op holds references on locks covering it.
     pub locked: bool,
     /// Which of the thread's files (and read-ahead states) the op is on.
