@@ -9,6 +9,7 @@ import pytest
 from pfstune.errors import UserError
 from pfstune.testing.tuners import DEFAULT, SyntheticOsc, drive
 from pfstune.tuners import make_tuner
+from pfstune.tuners._base import Context
 from pfstune.tuners.iopathtune import IOPathTuneTuner
 
 
@@ -84,3 +85,90 @@ def test_bad_options_are_user_errors(options: dict[str, str]) -> None:
 def test_unknown_tuner_is_a_user_error() -> None:
     with pytest.raises(UserError, match="known: bandit, bayesopt, default, dial, iopathtune, oracle, random"):
         make_tuner("nope")
+
+
+OSC = "fs-OST0000-osc-ffff000000000001"
+BOUNDS = {"max_pages_per_rpc": (1, 1024), "max_rpcs_in_flight": (1, 256)}
+
+
+def _period(
+    tuner: IOPathTuneTuner,
+    config: dict[str, int],
+    mbps: tuple[float, float],
+    read_share: float = 1.0,
+    request: float = 1 << 20,
+    bounds: dict[str, tuple[int, int]] = BOUNDS,
+) -> dict[str, int]:
+    """One 1 s period of two 0.5 s intervals at ``mbps`` (first half, second half); the suggestion."""
+    for rate in mbps:
+        moved = rate * 1e6 * 0.5
+        metrics = {
+            "actual_record_duration": 0.5,
+            "ost_read_rpc_bytes_data.samples_sum": moved * read_share,
+            "ost_write_rpc_bytes_data.samples_sum": moved * (1 - read_share),
+            "llite_stats_read_bytes.samples_sum": moved * read_share,
+            "llite_stats_read_bytes.no_of_samples": moved * read_share / request,
+            "llite_stats_write_bytes.samples_sum": moved * (1 - read_share),
+            "llite_stats_write_bytes.no_of_samples": moved * (1 - read_share) / request,
+        }
+        tuner.observe(OSC, dict(config), metrics)
+    return tuner.suggest(Context(OSC, 0.0, dict(config), bounds, {"actual_record_duration": 0.5}))
+
+
+def test_a_balanced_mix_and_short_last_reads_keep_one_workload_signature() -> None:
+    tuner = IOPathTuneTuner(period=1.0)
+    config = dict(DEFAULT)
+    signatures = set()
+    for share, request in [(0.52, 1 << 20), (0.48, 1 << 20), (0.55, 0.98 * (1 << 20)), (0.45, 1 << 20)]:
+        config = _period(tuner, config, (200.0, 200.0), read_share=share, request=request)
+        signatures.add(tuner._states[OSC].signature)
+    assert signatures == {"mixed:8"}
+
+
+def test_a_period_whose_measured_half_moved_nothing_judges_nothing() -> None:
+    tuner = IOPathTuneTuner(period=1.0)
+    stepped = _period(tuner, dict(DEFAULT), (200.0, 200.0))
+    assert stepped != DEFAULT
+    state = dict(vars(tuner._states[OSC]))
+    assert _period(tuner, stepped, (200.0, 0.0)) == stepped  # a burst that ended in the first half
+    assert vars(tuner._states[OSC])["step"] == state["step"]
+    assert vars(tuner._states[OSC])["baseline"] == state["baseline"]
+
+
+def test_a_reversal_puts_back_the_value_before_a_clamped_step() -> None:
+    tuner = IOPathTuneTuner(period=1.0)
+    start = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 192}
+    stepped = _period(tuner, start, (200.0, 200.0))
+    assert stepped == {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 256}  # 384, clamped
+    assert _period(tuner, stepped, (150.0, 150.0)) == start  # lost: 192 again, not 128
+
+
+def test_a_step_that_did_not_take_effect_is_dropped_not_judged() -> None:
+    tuner = IOPathTuneTuner(period=1.0)
+    asked = _period(tuner, dict(DEFAULT), (200.0, 200.0))
+    assert asked == {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 16}
+    # the actuator refused it: the OSC is still at 8, and a dip of 6% is not the step's fault
+    again = _period(tuner, dict(DEFAULT), (188.0, 188.0))
+    assert again == asked
+    assert tuner._states[OSC].baseline == 188.0
+
+
+def test_settling_holds_the_best_configuration_measured() -> None:
+    tuner = IOPathTuneTuner(period=1.0, patience=4)
+    config = dict(DEFAULT)
+    rate = 200.0
+    for _ in range(5):  # every step loses 4%: within tolerance, so each one is kept
+        config = _period(tuner, config, (rate, rate))
+        rate *= 0.96
+    assert config == DEFAULT  # the best was the first configuration
+    assert tuner._states[OSC].hold > 0
+
+
+def test_a_new_workload_starts_without_the_old_trend() -> None:
+    tuner = IOPathTuneTuner(period=1.0)
+    config = _period(tuner, dict(DEFAULT), (200.0, 200.0))  # read workload: step rif 8 -> 16
+    config = _period(tuner, config, (100.0, 100.0))  # lost: back to 8, rif's direction now down
+    assert tuner._states[OSC].directions["max_rpcs_in_flight"] == -1
+    config = _period(tuner, config, (300.0, 300.0), read_share=0.0, request=16 << 20)  # a writer
+    assert tuner._states[OSC].signature == "write:12"
+    assert config == {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 16}  # up first, as for any new workload

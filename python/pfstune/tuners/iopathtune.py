@@ -14,13 +14,19 @@ The poster describes the policy in a few lines; this is the reading implemented 
   flips.  When it stayed within ``tolerance``, the step is kept and the other parameter is tried.
   A step that would leave the actuator's bounds tries the other direction, then the other
   parameter.
-- **Workload changes**: the workload signature (dominant operation and request-size class of
-  the llite requests) is compared period to period; a change drops the baseline and the trend
-  and tuning starts again from the configuration in force ("adapts quickly when workloads
-  change").
-- **Settling**: after ``patience`` consecutive steps without a gain the tuner holds the best
-  configuration for ``hold_periods`` periods before probing again, so a converged OSC is not
-  disturbed every period.  Idle periods (no bytes moved) change nothing.
+- **Workload changes**: the workload signature (read, write or mixed, by the share of bytes
+  read: more than 70% is read, less than 30% write; and the mean llite request size, in powers
+  of two, rounded, so that a short read at the end of a file does not change it) is compared
+  period to period; a change drops the baseline and the trend and tuning starts again from the
+  configuration in force ("adapts quickly when workloads change").
+- **Settling**: after ``patience`` consecutive steps without a gain the tuner goes back to the
+  best configuration it measured since the workload (or the last hold) began and holds it for
+  ``hold_periods`` periods before probing again, so a converged OSC is not disturbed every
+  period and small losses within ``tolerance`` do not add up.  A period whose measured half
+  moved nothing (idle, or a burst that ended early) changes nothing.
+- **Steps that do not take effect**: a reversal puts back the value before the step; a step the
+  actuator refused or changed (the OSC is not at the value asked for) is dropped, and the next
+  period measures a fresh baseline.
 
 Throughput is the OSC's RPC throughput (bytes carried by read and write RPCs per second), the
 same measure DIAL's data and the replay use.
@@ -53,7 +59,8 @@ class _OscState:
     llite_bytes: float = 0.0
     llite_requests: float = 0.0
     baseline: float | None = None  # MB/s of the configuration before the step under evaluation
-    step: list[Any] | None = None  # [param, direction] of the step under evaluation
+    step: list[Any] | None = None  # [param, direction, value before, value asked] of the step under evaluation
+    best: list[float] | None = None  # [MB/s, max_pages_per_rpc, max_rpcs_in_flight] since the last start
     param: str = "max_rpcs_in_flight"  # the parameter the next step changes
     directions: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TUNED_PARAMS, 1))
     misses: int = 0  # consecutive steps without a gain
@@ -61,16 +68,23 @@ class _OscState:
     signature: str | None = None
 
 
+#: Shares of bytes read above which a period is a read workload, below which a write one.
+READ_SHARE, WRITE_SHARE = 0.7, 0.3
+
+
 def _signature(state: _OscState) -> str | None:
-    """Dominant operation and llite request-size class (powers of 4 from 4 KiB); None when idle."""
+    """Read, write or mixed, and the llite request-size class (log2 of the mean over 4 KiB, rounded);
+    None when idle.  Request sizes are powers of two, so rounding keeps them away from the class
+    edges, and a 50/50 mix is "mixed" rather than flipping between read and write."""
     moved = state.read_bytes + state.write_bytes
     if moved <= 0:
         return None
-    op = "read" if state.read_bytes >= state.write_bytes else "write"
+    share = state.read_bytes / moved
+    op = "read" if share > READ_SHARE else "write" if share < WRITE_SHARE else "mixed"
     if state.llite_requests <= 0:
         return op
     mean = state.llite_bytes / state.llite_requests
-    size_class = max(0, int(math.log(max(mean, 1.0) / 4096.0, 4)))
+    size_class = max(0, round(math.log2(max(mean, 1.0) / 4096.0)))
     return f"{op}:{size_class}"
 
 
@@ -134,14 +148,21 @@ class IOPathTuneTuner(Tuner):
         config = dict(context.config)
         if state.elapsed < self.period:
             return config
-        throughput = state.window_bytes / state.window_seconds / 1e6 if state.window_seconds > 0 else 0.0
+        measured = state.window_seconds > 0 and state.window_bytes > 0
+        throughput = state.window_bytes / state.window_seconds / 1e6 if measured else 0.0
         signature = _signature(state)
         self._new_period(state)
-        if signature is None:  # idle: nothing to learn, nothing to change
+        if signature is None or not measured:  # idle, or nothing in the measured half: nothing to judge
             return config
-        if signature != state.signature:  # a new workload: start over from here
+        if signature != state.signature:  # a new workload: start over from here, trend included
             state.signature = signature
-            state.baseline, state.step, state.misses, state.hold = None, None, 0, 0
+            state.baseline, state.step, state.best, state.misses, state.hold = None, None, None, 0, 0
+            state.directions, state.param = dict.fromkeys(TUNED_PARAMS, 1), _OscState.param
+        if state.step is not None and len(state.step) == 4 and config[state.step[0]] != state.step[3]:
+            # the step did not take effect (refused, or changed since): judge nothing, start again
+            state.baseline, state.step = None, None
+        if state.hold == 0 and (state.best is None or throughput > state.best[0]):
+            state.best = [throughput, config["max_pages_per_rpc"], config["max_rpcs_in_flight"]]
         return self._decide(state, config, context.bounds, throughput)
 
     @staticmethod
@@ -158,7 +179,8 @@ class IOPathTuneTuner(Tuner):
         if state.step is None or state.baseline is None:  # measuring a fresh baseline: take a step
             state.baseline = throughput
             return self._step(state, config, bounds, state.param)
-        param, direction = state.step
+        param, direction = state.step[0], state.step[1]
+        before = state.step[2] if len(state.step) == 4 else None  # states saved before 2026-11-26: [param, direction]
         gained = throughput > state.baseline * (1 + self.tolerance)
         lost = throughput < state.baseline * (1 - self.tolerance)
         if gained:  # continue the trend
@@ -167,13 +189,18 @@ class IOPathTuneTuner(Tuner):
         state.misses += 1
         if lost:  # reverse: put the old value back, flip that parameter's direction
             state.directions[param] = -direction
-            config[param] = clamp(_apply(config[param], -direction), bounds[param])
+            old = before if before is not None else _apply(config[param], -direction)
+            config[param] = clamp(old, bounds[param])
             state.step = None  # the next period re-measures the restored configuration
             state.param = param if state.misses == 1 else _other(param)
         else:  # no change worth having: keep the step and try the other parameter
             state.baseline = throughput
-        if state.misses >= self.patience:  # settled: hold, then probe again from a fresh baseline
+        if state.misses >= self.patience:  # settled: hold the best, then probe again from a fresh baseline
             state.misses, state.hold, state.baseline, state.step = 0, self.hold_periods, None, None
+            if state.best is not None:
+                for name, value in zip(TUNED_PARAMS, state.best[1:], strict=True):
+                    config[name] = clamp(int(value), bounds[name])
+            state.best = None  # the hold's end starts a new search, with its own best
             return config
         if lost:
             return config
@@ -186,7 +213,7 @@ class IOPathTuneTuner(Tuner):
                 value = clamp(_apply(config[candidate], direction), bounds[candidate])
                 if value != config[candidate]:
                     state.directions[candidate] = direction
-                    state.step = [candidate, direction]
+                    state.step = [candidate, direction, config[candidate], value]
                     state.param = candidate
                     return {**config, candidate: value}
         state.step = None  # both parameters pinned (bounds of one value): nothing to try
