@@ -19,6 +19,14 @@ def make_tree(small_scenario: Path, root: Path) -> tuple[Engine, VirtualTree, li
     return engine, VirtualTree(engine, 0, root, log.append), log
 
 
+def served_rif(small_scenario: Path, root: Path) -> tuple[Engine, VirtualTree, list[str], Path, str]:
+    """A refreshed tree, its log, and the first OSC's max_rpcs_in_flight file and lctl name."""
+    engine, tree, log = make_tree(small_scenario, root)
+    tree.refresh()
+    osc = engine.clients()[0]["osc"][0]
+    return engine, tree, log, root / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight", f"osc.{osc}.max_rpcs_in_flight"
+
+
 def test_tree_has_every_file_with_its_text_and_mode(small_scenario: Path, tmp_path: Path) -> None:
     engine, tree, _ = make_tree(small_scenario, tmp_path / "root")
     assert tree.refresh() == len(tree.params)
@@ -31,11 +39,7 @@ def test_tree_has_every_file_with_its_text_and_mode(small_scenario: Path, tmp_pa
 
 
 def test_written_values_are_applied_and_refused_ones_revert(small_scenario: Path, tmp_path: Path) -> None:
-    engine, tree, log = make_tree(small_scenario, tmp_path)
-    tree.refresh()
-    osc = engine.clients()[0]["osc"][0]
-    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
-    name = f"osc.{osc}.max_rpcs_in_flight"
+    engine, tree, log, file, name = served_rif(small_scenario, tmp_path)
 
     file.write_text("32")
     inode = file.stat().st_ino
@@ -82,11 +86,7 @@ def test_write_atomically_replaces_the_file(tmp_path: Path) -> None:
 
 def test_white_space_around_a_value_is_refused_as_the_kernel_refuses_it(small_scenario: Path, tmp_path: Path) -> None:
     # kstrtouint() takes one trailing newline and nothing else: `echo -n "13 "` is EINVAL
-    engine, tree, log = make_tree(small_scenario, tmp_path)
-    tree.refresh()
-    osc = engine.clients()[0]["osc"][0]
-    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
-    name = f"osc.{osc}.max_rpcs_in_flight"
+    engine, tree, log, file, name = served_rif(small_scenario, tmp_path)
     for text in ("13 ", " 14", "15\n\n"):
         file.write_text(text)
         tree.apply_writes()
