@@ -63,10 +63,7 @@ def test_written_values_are_applied_and_refused_ones_revert(small_scenario: Path
 
 
 def test_empty_or_removed_files_are_left_for_the_next_refresh(small_scenario: Path, tmp_path: Path) -> None:
-    engine, tree, log = make_tree(small_scenario, tmp_path)
-    tree.refresh()
-    osc = engine.clients()[0]["osc"][0]
-    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    _, tree, log, file, _ = served_rif(small_scenario, tmp_path)
     file.write_text("")
     tree.apply_writes()
     file.unlink()
@@ -104,10 +101,7 @@ def test_an_empty_write_shows_the_value_again_after_a_grace(
 ) -> None:
     clock = [100.0]
     monkeypatch.setattr(tree_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
-    engine, tree, log = make_tree(small_scenario, tmp_path)
-    tree.refresh()
-    osc = engine.clients()[0]["osc"][0]
-    file = tmp_path / "sys/fs/lustre/osc" / osc / "max_rpcs_in_flight"
+    _, tree, log, file, _ = served_rif(small_scenario, tmp_path)
     file.write_text("")
     tree.apply_writes()
     clock[0] += tree_module.EMPTY_GRACE_S / 2
