@@ -647,10 +647,13 @@ impl Sim {
         let job = &self.cfg.jobs[th.job as usize];
         let now = self.now;
         let req = match th.role {
-            Role::Ior { .. } => Some(workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, &mut self.rng)),
+            Role::Ior { .. } => Some(workload::next_ior(th.role, job, &mut th.pos, &mut th.phase, self.cfg.seed)),
             Role::H5 { .. } => workload::next_h5(th.role, job, &mut th.prog, now),
             Role::Dlio { .. } => workload::next_dlio(th.role, job, &mut th.prog, now, self.cfg.seed),
-            r => Some(workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng)),
+            r => {
+                let eof = self.files[th.files[0] as usize].size;
+                Some(workload::next_filebench(r, job, &mut th.pos, &mut th.phase, &mut self.rng, eof))
+            }
         };
         let Some(req) = req else {
             // the workload has nothing more to do
@@ -660,6 +663,12 @@ impl Sim {
         let file = th.files[req.file_slot];
         if req.reopen {
             th.ras[req.file_slot] = Readahead::default();
+        }
+        if req.kind == OpKind::Write {
+            // a write past the end grows the file (filebench's sequential writers never seek
+            // back): readers of the file then read, and read ahead, to its new end
+            let f = &mut self.files[file as usize];
+            f.size = f.size.max(req.offset.saturating_add(req.len));
         }
         th.op = Some(Op {
             kind: req.kind,
@@ -2421,6 +2430,21 @@ mod tests {
     /// The OSCs of client 0 for the OSTs of file 0, in stripe order.
     fn file_oscs(sim: &Sim) -> Vec<u32> {
         sim.files[0].osts.iter().map(|&o| sim.clients[0].oscs[o as usize]).collect()
+    }
+
+    /// filebench's sequential writer never seeks back: its file grows past `filesize`, and
+    /// read-ahead of a reader of it (seqrw) may go to the new end.
+    #[test]
+    fn a_sequential_writer_grows_its_file() {
+        let mut sim = sim_of(1, serde_json::json!([filebench("filebench.seqrw", 8 * MIB, 1, 200 * MS, false, false)]), 200 * MS);
+        sim.run_until(200 * MS);
+        let written = sim.clients[0].app_write_bytes;
+        assert!(written > 32 * MIB, "{written}");
+        // the writer's next MiB is in the size from the write's start
+        let size = sim.files[0].size;
+        assert!((written..=written + MIB).contains(&size), "size {size}, written {written}");
+        assert!(sim.clients[0].app_read_bytes > 0);
+        sim.check_invariants().unwrap();
     }
 
     /// llite `write` times the write system call (the copy into the page cache) and `fsync` the

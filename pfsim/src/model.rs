@@ -490,6 +490,8 @@ pub struct Client {
 /// A file: its layout and, per client, what of it is cached.
 #[derive(Debug)]
 pub struct File {
+    /// Bytes: the size set-up gave it, grown by writes past its end (filebench's sequential
+    /// writers).
     pub size: u64,
     pub stripe_size: u64,
     pub osts: Vec<u32>,

@@ -154,31 +154,49 @@ pub fn roles(job: &JobConfig) -> Result<Vec<(Role, u32)>, String> {
     Ok(out)
 }
 
-/// Next request of a filebench-style thread. `pos` is the thread's cursor, `phase` its loop state.
-pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng) -> Request {
+/// Next request of a filebench-style thread. `pos` is the thread's cursor, `phase` its loop state,
+/// `eof` the file's size now (at least `filesize`; sequential writers grow it).
+///
+/// A sequential write (filebench's `write` flowop without `random`) writes at the descriptor's
+/// offset and never seeks back, so the file grows past `filesize`; a sequential read (`read`
+/// without `random`) seeks back to 0 at the end of the file (`lseek(0)` once a read returns 0),
+/// the end being where writers of the same file have got to. Random flowops pick offsets within
+/// `filesize`; whole-file flowops read or write `filesize` bytes from 0.
+pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng, eof: u64) -> Request {
     let io = job.iosize;
     let size = job.filesize;
     let slots = (size / io).max(1);
-    let seq = |pos: &mut u64| {
-        if *pos + io > size {
+    // the cursor of a thread that goes back to 0 at `end`
+    let seq = |pos: &mut u64, end: u64| {
+        if *pos + io > end {
             *pos = 0;
         }
         let off = *pos;
         *pos += io;
         off
     };
+    // the end of a whole-file pass, or of the file a sequential reader reads
+    let mut end = size;
     let (kind, offset, reopen) = match role {
-        Role::SeqRead => (OpKind::Read, seq(pos), false),
-        Role::SeqWrite => (OpKind::Write, seq(pos), false),
+        Role::SeqRead => {
+            end = eof.max(size);
+            (OpKind::Read, seq(pos, end), false)
+        }
+        Role::SeqWrite => {
+            let off = *pos;
+            *pos = off.saturating_add(io);
+            end = *pos;
+            (OpKind::Write, off, false)
+        }
         Role::RandRead => (OpKind::Read, rng.below(slots) * io, false),
         Role::RandWrite => (OpKind::Write, rng.below(slots) * io, false),
         Role::WholeRead => {
             let reopen = *pos == 0 || *pos + io > size;
-            (OpKind::Read, seq(pos), reopen)
+            (OpKind::Read, seq(pos, size), reopen)
         }
         Role::WholeWrite => {
             let reopen = *pos == 0 || *pos + io > size;
-            (OpKind::Write, seq(pos), reopen)
+            (OpKind::Write, seq(pos, size), reopen)
         }
         Role::WholeRw => {
             let wrapped = *pos + io > size;
@@ -186,12 +204,12 @@ pub fn next_filebench(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u3
                 *phase ^= 1;
             }
             let reopen = *pos == 0 || wrapped;
-            let off = seq(pos);
+            let off = seq(pos, size);
             (if *phase == 0 { OpKind::Write } else { OpKind::Read }, off, reopen)
         }
         Role::Ior { .. } | Role::H5 { .. } | Role::Dlio { .. } => unreachable!("not a filebench thread"),
     };
-    Request { kind, file_slot: 0, offset, len: io.min(size - offset), fsync_after: job.fsync, reopen, start_at: 0, between: &[] }
+    Request { kind, file_slot: 0, offset, len: io.min(end - offset), fsync_after: job.fsync, reopen, start_at: 0, between: &[] }
 }
 
 /// Whose data IOR process `rank` reads back: its own, or with `reorder_tasks` (IOR's `-C`) that
@@ -206,10 +224,24 @@ pub fn ior_read_owner(job: &JobConfig, rank: u32, nproc: u32) -> u32 {
     }
 }
 
+/// A key for a job's seeded permutations: the scenario's seed mixed with the job's name.
+fn job_key(seed: u64, job: &JobConfig) -> u64 {
+    seed ^ job.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64))
+}
+
 /// Next request of IOR process `rank`: a write phase over every segment, then a read phase.
 /// With `reorder_tasks` the read phase reads another client's rank's data: in a shared file its
 /// blocks, with a file per process its file (the thread's second file, slot 1).
-pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng: &mut Rng) -> Request {
+///
+/// With `random` (IOR's `-z`, `GetOffsetArrayRandom()`) every transfer of a phase is done exactly
+/// once, in a random order. In a shared file the transfers of a segment (`block` x processes
+/// bytes) are shuffled and dealt to the ranks (rank r takes places r, r + nproc, ... of the
+/// shuffle), so a rank's transfers are spread over the whole segment; with a file per process a
+/// rank does its own transfers in a shuffled order. As in IOR the order is the same in every
+/// segment, phase and repetition (IOR draws its seed once per test), and a rank reading back
+/// another rank's data (`reorder_tasks`) reads that rank's transfers. The shuffle is the keyed
+/// permutation of DLIO's loader, keyed by the scenario's seed and the job's name.
+pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, seed: u64) -> Request {
     let Role::Ior { rank, nproc } = role else { unreachable!() };
     let ior = job.ior.as_ref().expect("checked in config");
     let per_block = (ior.block / ior.transfer).max(1);
@@ -220,14 +252,20 @@ pub fn next_ior(role: Role, job: &JobConfig, pos: &mut u64, phase: &mut u32, rng
         *pos = 0;
         *phase ^= 1;
     }
-    let i = if ior.random { rng.below(total) } else { *pos };
+    let (seg, k) = (*pos / per_block, *pos % per_block);
     *pos += 1;
-    let (seg, k) = (i / per_block, i % per_block);
     let owner = if *phase == 0 { rank } else { ior_read_owner(job, rank, nproc) };
+    let (n, o) = (nproc as u64, owner as u64);
     let offset = if ior.file_per_process {
+        // IOR seeds each rank's shuffle with the test's seed plus the rank
+        let k = if ior.random { shuffle(k, per_block, job_key(seed, job).wrapping_add(o), 0) } else { k };
         seg * ior.block + k * ior.transfer
+    } else if ior.random {
+        // the owner's k-th of the segment's transfers, dealt round-robin from one shuffle
+        let slot = shuffle(o + k * n, per_block * n, job_key(seed, job), 0);
+        seg * n * ior.block + slot * ior.transfer
     } else {
-        (seg * nproc as u64 + owner as u64) * ior.block + k * ior.transfer
+        (seg * n + o) * ior.block + k * ior.transfer
     };
     let last_of_phase = *pos >= total;
     Request {
@@ -256,6 +294,10 @@ pub fn ior_file_size(job: &JobConfig, nproc: u32) -> u64 {
 
 /// Particle properties VPIC-IO writes per timestep: x, y, z, px, py, pz (float), id_1, id_2 (int).
 pub const H5_PROPERTIES: u64 = 8;
+/// The order in which h5bench_read's `read_h5_data()` reads the datasets (x, y, z, id_1, id_2,
+/// px, py, pz), as their places in the file, which VPIC-IO creates and allocates in its order
+/// x, y, z, px, py, pz, id_1, id_2.
+const H5_READ_ORDER: [u64; H5_PROPERTIES as usize] = [0, 1, 2, 6, 7, 3, 4, 5];
 /// Bytes of one property of one particle.
 pub const H5_ELEMENT: u64 = 4;
 
@@ -296,6 +338,7 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
         let record = H5_PROPERTIES * H5_ELEMENT;
         (t * total * record + rank * h5.particles * record, h5.particles * record)
     } else {
+        let d = if write { d } else { H5_READ_ORDER[d as usize] };
         let dataset = (t * H5_PROPERTIES + d) * total * H5_ELEMENT;
         let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
         if strided {
@@ -304,8 +347,9 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
             let start = rank * h5.particles + b * h5.stride;
             (dataset + start * H5_ELEMENT, h5.block * H5_ELEMENT)
         } else if !write && h5.read_option == "partial" {
-            // the first TO_READ_NUM_PARTICLES per rank: ranks' offsets are a prefix sum of them
-            (dataset + rank * h5.to_read * H5_ELEMENT, h5.to_read * H5_ELEMENT)
+            // the first TO_READ_NUM_PARTICLES of the rank's slab: h5bench_read starts each rank
+            // at the prefix sum of the particles per rank (its FILE_OFFSET), not of TO_READ
+            (dataset + rank * h5.particles * H5_ELEMENT, h5.to_read * H5_ELEMENT)
         } else {
             (dataset + rank * h5.particles * H5_ELEMENT, h5.particles * H5_ELEMENT)
         }
@@ -388,7 +432,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
     };
 
     let file_size = dl.samples_per_file * dl.sample_size;
-    let seed = seed ^ job.name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let seed = job_key(seed, job);
     let (file, offset, len, reopen);
     if dlio_sequential(&dl.format) {
         let mine = dl.files / n_workers + u64::from(w < dl.files % n_workers);
@@ -485,12 +529,74 @@ mod tests {
 
     /// (kind, file slot, offset) of every request of IOR rank 1 of 4: two writes, then two reads.
     fn ior_requests(job: &JobConfig) -> Vec<(OpKind, usize, u64)> {
-        let (mut pos, mut phase, mut rng) = (0, 0, Rng::new(1));
+        let (mut pos, mut phase) = (0, 0);
         let role = Role::Ior { rank: 1, nproc: 4 };
-        (0..4)
-            .map(|_| next_ior(role, job, &mut pos, &mut phase, &mut rng))
-            .map(|r| (r.kind, r.file_slot, r.offset))
-            .collect()
+        (0..4).map(|_| next_ior(role, job, &mut pos, &mut phase, 1)).map(|r| (r.kind, r.file_slot, r.offset)).collect()
+    }
+
+    /// Offsets of one phase of IOR rank `rank` of 4 (`write`: the first phase, else the second).
+    fn ior_phase(job: &JobConfig, rank: u32, write: bool, seed: u64) -> Vec<u64> {
+        let ior = job.ior.as_ref().unwrap();
+        let n = ior.block / ior.transfer * ior.segments;
+        let (mut pos, mut phase) = (0, 0);
+        let role = Role::Ior { rank, nproc: 4 };
+        let mut reqs: Vec<Request> = (0..2 * n).map(|_| next_ior(role, job, &mut pos, &mut phase, seed)).collect();
+        let reqs = if write { reqs.drain(..n as usize).collect::<Vec<_>>() } else { reqs.split_off(n as usize) };
+        assert!(reqs.iter().all(|r| r.kind == if write { OpKind::Write } else { OpKind::Read }));
+        reqs.iter().map(|r| r.offset).collect()
+    }
+
+    #[test]
+    fn ior_random_does_every_transfer_of_a_phase_once() {
+        const MIB: u64 = 1 << 20;
+        // 1 MiB transfers, 8 MiB blocks, 2 segments, 4 ranks: 32 transfers per segment, 64 in all
+        let mut j = ior_job(2, false, false);
+        let ior = j.ior.as_mut().unwrap();
+        (ior.block, ior.segments, ior.random) = (8 * MIB, 2, true);
+        let mut all: Vec<u64> = (0..4).flat_map(|rank| ior_phase(&j, rank, true, 5)).collect();
+        all.sort_unstable();
+        // IOR's GetOffsetArrayRandom(): a permutation of the shared file's transfers, not draws
+        // with replacement (which leave about 37% of them unwritten)
+        assert_eq!(all, (0..64).map(|i| i * MIB).collect::<Vec<_>>());
+        let rank1 = ior_phase(&j, 1, true, 5);
+        // dealt from the whole segment, not from the rank's own block; the same order in each
+        assert!(rank1[..8].iter().any(|&o| !(8 * MIB..16 * MIB).contains(&o)), "{rank1:?}");
+        assert!(rank1[..8].iter().all(|&o| o < 32 * MIB));
+        assert_eq!(rank1[8..], rank1[..8].iter().map(|o| o + 32 * MIB).collect::<Vec<_>>());
+        // reads go over the same transfers (IOR keeps its seed for the test); a seed gives one order
+        assert_eq!(ior_phase(&j, 1, false, 5), rank1);
+        assert_ne!(ior_phase(&j, 1, true, 6), rank1);
+        // with -C a rank reads back the transfers of the rank it reads for
+        let mut c = j.clone();
+        c.ior.as_mut().unwrap().reorder_tasks = true;
+        assert_eq!(ior_phase(&c, 1, false, 5), ior_phase(&j, 2, true, 5));
+
+        // a file per process: each rank's own transfers, every one once, in a shuffled order
+        j.ior.as_mut().unwrap().file_per_process = true;
+        let mut own = ior_phase(&j, 3, true, 5);
+        assert_ne!(own, (0..16).map(|i| i * MIB).collect::<Vec<_>>(), "shuffled");
+        own.sort_unstable();
+        assert_eq!(own, (0..16).map(|i| i * MIB).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn sequential_writes_grow_the_file_and_sequential_reads_wrap_at_its_end() {
+        const MIB: u64 = 1 << 20;
+        let j = JobConfig { iosize: MIB, filesize: 4 * MIB, ..job("filebench.seqrw", None, None) };
+        let (mut pos, mut phase, mut rng) = (0, 0, Rng::new(1));
+        // a write flowop without `random` writes at the descriptor's offset and never seeks back
+        let writes: Vec<(u64, u64)> = (0..6)
+            .map(|_| next_filebench(Role::SeqWrite, &j, &mut pos, &mut phase, &mut rng, 4 * MIB))
+            .map(|r| (r.offset, r.len))
+            .collect();
+        assert_eq!(writes, (0..6).map(|i| (i * MIB, MIB)).collect::<Vec<_>>());
+        // a reader goes back to 0 at the end of the file, where the writer has got to
+        let mut read = |eof| {
+            let (mut pos, mut phase) = (0, 0);
+            (0..7).map(|_| next_filebench(Role::SeqRead, &j, &mut pos, &mut phase, &mut rng, eof).offset / MIB).collect::<Vec<_>>()
+        };
+        assert_eq!(read(6 * MIB), [0, 1, 2, 3, 4, 5, 0]);
+        assert_eq!(read(4 * MIB), [0, 1, 2, 3, 0, 1, 2]);
     }
 
     #[test]
@@ -552,8 +658,11 @@ mod tests {
         let role = Role::H5 { rank: 1, nproc: 2, write: false };
         let j = job("h5bench.bdcats", Some(h5("contig", "partial")), None);
         let mut prog = Progress::default();
-        let first = next_h5(role, &j, &mut prog, 0).unwrap();
-        assert_eq!((first.kind, first.offset, first.len), (OpKind::Read, 400, 400));
+        let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
+        // the first 100 particles of rank 1's slab (h5bench_read's FILE_OFFSET: the prefix sum of
+        // the particles per rank), not of the other ranks' 100
+        assert_eq!((reqs[0].kind, reqs[0].offset, reqs[0].len), (OpKind::Read, 4000, 400));
+        assert_eq!((reqs[1].offset, reqs[1].len), (8000 + 4000, 400));
 
         let j = job("h5bench.bdcats", Some(h5("contig", "strided")), None);
         let mut prog = Progress::default();
@@ -562,6 +671,27 @@ mod tests {
         let got: Vec<(u64, u64)> = reqs[..4].iter().map(|r| (r.offset, r.len)).collect();
         // blocks of 16 particles every 64 from the rank's offset (1000), then the next dataset
         assert_eq!(got, vec![(4000, 64), (4256, 64), (4512, 64), (8000 + 4000, 64)]);
+    }
+
+    #[test]
+    fn bdcats_reads_the_datasets_in_h5bench_read_order() {
+        // read_h5_data(): x, y, z, id_1, id_2, px, py, pz; VPIC-IO created them x, y, z, px, py,
+        // pz, id_1, id_2, so in the file the reads go 0, 1, 2, 6, 7, 3, 4, 5
+        let dataset = 2 * 1000 * 4;
+        for option in ["full", "partial", "strided"] {
+            let j = job("h5bench.bdcats", Some(h5("contig", option)), None);
+            let role = Role::H5 { rank: 0, nproc: 2, write: false };
+            let mut prog = Progress::default();
+            let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
+            let blocks = if option == "strided" { 3 } else { 1 };
+            let order: Vec<u64> = reqs.iter().step_by(blocks).map(|r| r.offset / dataset).collect();
+            assert_eq!(order, [0, 1, 2, 6, 7, 3, 4, 5, 8, 9, 10, 14, 15, 11, 12, 13], "{option}");
+        }
+        // VPIC-IO writes them in file order
+        let j = job("h5bench.vpic", Some(h5("contig", "full")), None);
+        let (role, mut prog) = (Role::H5 { rank: 0, nproc: 2, write: true }, Progress::default());
+        let order: Vec<u64> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).map(|r| r.offset / dataset).collect();
+        assert_eq!(order, (0..16).collect::<Vec<_>>());
     }
 
     fn dlio(format: &str, computation_ns: u64) -> DlioConfig {

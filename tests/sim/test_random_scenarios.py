@@ -38,9 +38,9 @@ def job(rng: random.Random, index: int, clients: int) -> dict[str, Any]:
         spec["stripe_size"] = rng.choice(["64k", "1m", "4m"])
     if rng.random() < 0.3:
         spec["start"] = rng.choice(["0s", "0.1s", "0.5s"])
-    if rng.random() < 0.2:
-        spec["fsync"] = rng.random() < 0.5
     family = rng.choice(["filebench"] * 5 + ["ior", "ior", "vpic", "bdcats", "dlio"])
+    if rng.random() < 0.2 and family in ("filebench", "ior"):  # h5bench and DLIO have no fsync
+        spec["fsync"] = rng.random() < 0.5
     if family == "filebench":
         spec |= {
             "workload": "filebench." + rng.choice(FILEBENCH),

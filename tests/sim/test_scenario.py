@@ -306,7 +306,37 @@ def test_every_declared_tunable_is_accepted() -> None:
                 "[{name: j, client: 0, workload: h5bench.bdcats, read_option: strided, dim_1: 1k,"
                 " stride_size: 64, block_size: 16, block_cnt: 100}]"
             ),
-            "jobs[0].block_cnt: 100 blocks 64 apart do not fit",
+            "jobs[0].block_cnt: (stride_size + block_size) x block_cnt = (64 + 16) x 100 = 8000 is more than dim_1",
+        ),
+        # h5bench's own bound, (stride + block) x count <= dim_1, is stricter than the blocks':
+        # 13 x 64 + 16 = 848 particles of 1024 hold 14 blocks, but 80 x 14 = 1120 > 1024
+        (
+            doc(
+                "[{name: j, client: 0, workload: h5bench.bdcats, read_option: strided, dim_1: 1k,"
+                " stride_size: 64, block_size: 16, block_cnt: 14}]"
+            ),
+            "jobs[0].block_cnt: (stride_size + block_size) x block_cnt = (64 + 16) x 14 = 1120 is more than dim_1"
+            " (1024): h5bench refuses it (Invalid hyperslab setting)",
+        ),
+        (
+            doc(
+                "[{name: j, client: 0, workload: h5bench.vpic, file_pattern: strided, dim_1: 1k,"
+                " stride_size: 64, block_size: 16, block_cnt: 14}]"
+            ),
+            "jobs[0].block_cnt: (stride_size + block_size) x block_cnt = (64 + 16) x 14 = 1120",
+        ),
+        # h5bench and DLIO have no fsync option: for their jobs the key is unknown
+        (
+            doc("[{name: j, client: 0, workload: h5bench.vpic, fsync: true}]"),
+            "scenario.yaml: jobs[0]: unknown key 'fsync' for h5bench.vpic jobs (h5bench has no fsync option)",
+        ),
+        (
+            doc("[{name: j, client: 0, workload: h5bench.bdcats, fsync: false}]"),
+            "jobs[0]: unknown key 'fsync' for h5bench.bdcats jobs (h5bench has no fsync option)",
+        ),
+        (
+            doc("[{name: j, client: 0, workload: dlio, model: bert, fsync: true}]"),
+            "scenario.yaml: jobs[0]: unknown key 'fsync' for dlio jobs (DLIO has no fsync option)",
         ),
         (doc("[{name: j, client: 0, workload: h5bench.bdcats, block_size: 16}]"), "applies only to strided access"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, start: 5s, stop: 5s}]"), "jobs[0].stop"),

@@ -25,7 +25,8 @@ A scenario is a YAML file (examples in ``../shared/scenarios/`` beside the repos
         stripe_size: 1m          # default 1m; a multiple of 64 KiB
         start: 0s                # default 0s
         stop: 320s               # default: the scenario duration
-        fsync: false             # default false
+        fsync: false             # default false; filebench and ior jobs only (h5bench and DLIO
+                                 # have no fsync option)
         cached: false            # filebench only, default false: the files start in the
                                  # client's page cache (filebench's preallocation on Linux)
 
@@ -44,8 +45,9 @@ lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_
 ``dim_3`` (1), ``timesteps`` (5), ``compute_time`` (EMULATED_COMPUTE_TIME_PER_TIMESTEP, 1s);
 vpic: ``file_pattern`` (contig|interleaved|strided, contig); bdcats: ``read_option``
 (full|partial|strided, full) and ``to_read_num_particles``; strided access: ``stride_size``,
-``block_size``, ``block_cnt``.  Both kernels end after their last timestep (as h5bench
-does); give enough ``timesteps`` to outlast the job.
+``block_size``, ``block_cnt``, with (stride_size + block_size) x block_cnt at most ``dim_1``, as
+h5bench requires.  Both kernels end after their last timestep (as h5bench does); give enough
+``timesteps`` to outlast the job.
 
 ``dlio`` jobs take the DLIO benchmark's settings: ``model`` (a preset from DLIO's published
 workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overrides it),
@@ -174,6 +176,9 @@ _WORKLOAD_KEYS = {
     "h5bench.bdcats": _BDCATS_KEYS,
     "dlio": _DLIO_KEYS,
 }
+#: Workloads whose tools have no fsync option (h5bench's configuration and DLIO's have none):
+#: ``fsync`` is an unknown key for them.
+_NO_FSYNC = (*H5BENCH_WORKLOADS, "dlio")
 #: What an ior job uses instead of each filebench-style key.
 _IOR_INSTEAD = {"iosize": "transfer", "filesize": "block and segments", "threads": "processes"}
 
@@ -550,15 +555,19 @@ class _Builder:
             )
         is_ior = workload == "ior"
         own = _WORKLOAD_KEYS.get(workload, _FILEBENCH_KEYS)
+        common = tuple(k for k in _COMMON_JOB_KEYS if k != "fsync" or workload not in _NO_FSYNC)
         for key in doc:
             if is_ior and key in _IOR_INSTEAD:
                 raise self.error(path, f"key {key!r} does not apply to ior jobs: use {_IOR_INSTEAD[key]}")
-            if key not in own and key not in _COMMON_JOB_KEYS:
+            if key == "fsync" and key not in common:
+                tool = "DLIO" if workload == "dlio" else "h5bench"
+                raise self.error(path, f"unknown key 'fsync' for {workload} jobs ({tool} has no fsync option)")
+            if key not in own and key not in common:
                 owners = [name for name, keys in _WORKLOAD_KEYS.items() if key in keys]
                 owners += ["filebench.*"] if key in _FILEBENCH_KEYS else []
                 if owners:
                     raise self.error(path, f"key {key!r} applies to {' and '.join(owners)} jobs, not to {workload}")
-        self.check_keys(doc, _COMMON_JOB_KEYS + own, path)
+        self.check_keys(doc, common + own, path)
 
         name = self.get(doc, "name", path, text)
         clients = self.clients(doc, path, n_clients)
@@ -702,10 +711,14 @@ class _Builder:
             block_cnt = self.get(doc, "block_cnt", path, count)
             if block > stride:
                 raise self.error(f"{path}.block_size", f"block_size ({block}) is larger than stride_size ({stride})")
-            if (block_cnt - 1) * stride + block > particles:
+            # h5bench_write and h5bench_read refuse this ("Invalid hyperslab setting"), though the
+            # blocks themselves need only (block_cnt - 1) x stride_size + block_size particles
+            if (stride + block) * block_cnt > particles:
                 raise self.error(
                     f"{path}.block_cnt",
-                    f"{block_cnt} blocks {stride} apart do not fit in the {particles} particles per rank",
+                    f"(stride_size + block_size) x block_cnt = ({stride} + {block}) x {block_cnt} ="
+                    f" {(stride + block) * block_cnt} is more than dim_1 ({particles}): h5bench refuses it"
+                    " (Invalid hyperslab setting)",
                 )
         else:
             for name in ("stride_size", "block_size", "block_cnt"):
