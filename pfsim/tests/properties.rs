@@ -405,8 +405,9 @@ proptest! {
 
     /// Normal RPCs (all but the high-priority writes of lock callbacks) in flight per OSC never
     /// above max_rpcs_in_flight + 1: sampled at every step and, on OSCs that never had a lock
-    /// called back, checked for every RPC sent through `req_active` (RPCs in flight at send, this
-    /// one included) and the printed `rpcs in flight` rows.
+    /// called back, checked for every bulk RPC sent through the printed `rpcs in flight` rows.
+    /// (`req_active` counts every RPC on the import, lock enqueues and `OST_SYNC`s too, which
+    /// the limit does not cover: it may exceed max + 1, as Lustre's does.)
     #[test]
     fn in_flight_never_above_max_plus_one_except_high_priority(case in any_case_strategy()) {
         let sim = drive(&case, |sim| in_flight_within(sim, 1))?;
@@ -416,8 +417,6 @@ proptest! {
                 if !never_called_back(o) {
                     continue;
                 }
-                let active = o.stat(OscCtr::ReqActive);
-                prop_assert!(active.max <= (o.mrif + 1) as i64, "{}: req_active max {} with max_rpcs_in_flight {}", o.name, active.max, o.mrif);
                 let rs = parse_rpc_stats(&sim.get_param(ci, &format!("osc.{}.rpc_stats", o.name)).unwrap());
                 for row in rs.rpcs_in_flight().iter().filter(|r| r.read + r.write > 0) {
                     prop_assert!(row.label <= (o.mrif + 1) as i64, "{}: rpcs in flight row {} with max {}", o.name, row.label, o.mrif);
