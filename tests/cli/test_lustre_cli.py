@@ -136,4 +136,9 @@ def test_tree_without_lustre_is_an_error(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["lustre", "snapshot", "--root", str(tmp_path), "--json"]) == 2
     err = capsys.readouterr().err
     assert "no Lustre client devices" in err
-    assert main(["lustre", "snapshot", "--root", str(FIXTURE), "--osc", "nomatch*"]) == 0  # the llite is still there
+    # a glob that matches no OSC is a mistake (a typo), even though the mount is there
+    assert main(["lustre", "snapshot", "--root", str(FIXTURE), "--osc", "nomatch*"]) == 2
+    err = capsys.readouterr().err
+    assert "no client OSC under" in err
+    assert "matches --osc 'nomatch*'" in err
+    assert err.count("\n") == 1

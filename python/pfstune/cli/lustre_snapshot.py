@@ -104,6 +104,10 @@ def main(args: argparse.Namespace) -> int:
     prober = Prober(root, args.osc, files=MINIMAL_FILES if args.minimal else None)
     with warnings_to_stderr():
         snapshot = prober.probe()
+    if not snapshot["osc"] and snapshot["llite"] and args.osc != "*":
+        raise UserError(
+            f"no client OSC under {root} matches --osc {args.osc!r} (mounts: {', '.join(snapshot['llite'])})"
+        )
     if not snapshot["osc"] and not snapshot["llite"]:
         which = "" if args.osc == "*" else f" matching --osc {args.osc!r}"
         places = [str(root / part) for part in ("sys/fs/lustre", "proc/fs/lustre", "sys/kernel/debug/lustre")]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 
 from pfstune.cli._common import add_tuner_option_argument
 from pfstune.cli._output import format_table, print_json
@@ -36,13 +37,19 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--oscs {args.oscs}: must be between 1 and 100000")
     if args.repeat < 1:
         raise UserError("--repeat must be at least 1")
-    result = measure(args.oscs, tuner=args.tuner, repeat=args.repeat, tuner_options=dict(args.tuner_options))
+    # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the temporary tree in /dev/shm goes
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        result = measure(args.oscs, tuner=args.tuner, repeat=args.repeat, tuner_options=dict(args.tuner_options))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.json:
         print_json(result)
         return 0
     phases = ("probe_ms", "features_ms", "inference_ms", "apply_ms", "tick_ms")
     rows = [[key, f"{result[key]:.2f}", f"{result['per_osc'][key]:.4f}"] for key in phases]
     rows.append(["writes_per_tick", f"{result['writes_per_tick']:g}", ""])
+    rows.append(["warmup_tick_ms", f"{result['warmup_tick_ms']:.2f}", ""])
     rows.append(["first_tick_ms", f"{result['first_tick_ms']:.2f}", ""])
     rows.append(["first_apply_ms", f"{result['first_apply_ms']:.2f}", ""])
     rows.append(["first_writes", str(result["first_writes"]), ""])

@@ -34,7 +34,8 @@ DEBUGFS_BASE = "sys/kernel/debug/lustre"
 #: An fsname is 1 to 8 letters, digits, '_' or '-' (mkfs.lustre's check), so it may contain
 #: '-' and even '-OST': the device name is read from its end.
 _FSNAME = r"(?P<fsname>[A-Za-z0-9_-]{1,8})"
-_OSC_NAME = re.compile(rf"^{_FSNAME}-OST(?P<index>[0-9a-fA-F]{{4}})-osc-(?P<instance>[0-9a-f]{{1,16}})$")
+# OST%04x: four hex digits at least, more past 0xffff (an OST index goes up to 0xfffffffe)
+_OSC_NAME = re.compile(rf"^{_FSNAME}-OST(?P<index>[0-9a-fA-F]{{4,8}})-osc-(?P<instance>[0-9a-f]{{1,16}})$")
 _LLITE_NAME = re.compile(rf"^{_FSNAME}-(?P<instance>[0-9a-f]{{1,16}})$")
 
 
