@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "calibrate"
+from tests.bench._scripts import BENCHMARKS, load_script
+
+SCRIPT = BENCHMARKS / "calibrate"
 
 
 @pytest.fixture(scope="module")
 def calibrate() -> ModuleType:
-    loader = SourceFileLoader("calibrate_script", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("calibrate_script", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    loader.exec_module(module)
-    return module
+    return load_script("calibrate")
 
 
 def _rows(cal: ModuleType, workload: str, iterations: list[float], configs: list[tuple[int, int]]) -> pd.DataFrame:

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
-from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "suite"
+from tests.bench._scripts import BENCHMARKS, load_script
+
+SCRIPT = BENCHMARKS / "suite"
 
 
 @pytest.fixture(scope="module")
 def suite() -> ModuleType:
-    # the script has no .py suffix: name its loader explicitly
-    loader = SourceFileLoader("suite_script", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("suite_script", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("suite")
 
 
 def _document(path: Path, mbps: dict[tuple[str, int], float]) -> Path:
