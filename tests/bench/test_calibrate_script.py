@@ -10,9 +10,7 @@ from types import ModuleType
 import pandas as pd
 import pytest
 
-from tests.bench._scripts import BENCHMARKS, load_script
-
-SCRIPT = BENCHMARKS / "calibrate"
+from tests.bench._scripts import load_script
 
 
 @pytest.fixture(scope="module")
