@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from pfstune.errors import UserError
 from pfstune.executor import open_executor
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -46,3 +54,28 @@ def test_a_server_that_is_not_a_dask_scheduler_is_a_user_error(not_dask: str, mo
     with pytest.raises(UserError, match=expected) as caught, open_executor(scheduler=not_dask):
         pass
     assert "\n" not in str(caught.value)
+
+
+def test_ctrl_c_twice_stops_a_sweep_at_once(tmp_path: Path) -> None:
+    """The whole process group gets each Ctrl-C: workers leave it to the parent, and the parent
+    does not wait for the runs in progress (a second Ctrl-C used to leave it waiting for ever)."""
+    scenario = REPO / "scenarios" / "suite" / "phase-change.yaml"
+    code = "import sys; from pfstune.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, "sim", "sweep", str(scenario), "--grid", "dial99", "--jobs", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell's foreground job
+    )
+    time.sleep(4)  # the pool is up and runs are in progress
+    os.killpg(process.pid, signal.SIGINT)
+    time.sleep(0.5)
+    os.killpg(process.pid, signal.SIGINT)
+    try:
+        _, err = process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise AssertionError("still running 20 s after two Ctrl-C") from None
+    assert process.returncode in (130, -signal.SIGINT), err
+    assert "Traceback" not in err

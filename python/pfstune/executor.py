@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, InvalidStateError, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -32,8 +34,24 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Iter
         # forkserver, not fork: a parent that already ran LightGBM has OpenMP threads, and a
         # forked child that runs LightGBM again can hang on their locks.
         context = multiprocessing.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=max(1, jobs or os.cpu_count() or 1), mp_context=context) as pool:
+        pool = ProcessPoolExecutor(
+            max_workers=max(1, jobs or os.cpu_count() or 1), mp_context=context, initializer=_ignore_sigint
+        )
+        try:
             yield pool
+        except BaseException:
+            # Ctrl-C (or an error): do not wait for the runs in progress, which a second Ctrl-C
+            # would interrupt half-way and leave the interpreter's exit waiting on the workers
+            workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+            pool.shutdown(wait=False, cancel_futures=True)
+            # the pool's manager thread then finds its workers gone and fails the cancelled
+            # futures, which raises InvalidStateError in that thread (CPython 3.11's
+            # terminate_broken); nothing is lost, so its traceback is not printed
+            threading.excepthook = _quiet_invalid_state(threading.excepthook)
+            for process in workers:
+                process.terminate()
+            raise
+        pool.shutdown(wait=True)
         return
     try:
         from distributed import Client
@@ -57,6 +75,22 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Iter
         executor.shutdown(wait=True)
     finally:
         client.close()
+
+
+def _quiet_invalid_state(
+    previous: Callable[[threading.ExceptHookArgs], Any],
+) -> Callable[[threading.ExceptHookArgs], Any]:
+    def hook(args: threading.ExceptHookArgs) -> Any:
+        if isinstance(args.exc_value, InvalidStateError):
+            return None
+        return previous(args)
+
+    return hook
+
+
+def _ignore_sigint() -> None:
+    """In a worker: Ctrl-C reaches the whole process group, and only the parent should act on it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def run_all(

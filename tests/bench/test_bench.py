@@ -5,13 +5,15 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from pfstune.bench.harness import convergence, phase_starts, recompute_convergence, run_bench, summary
-from pfstune.bench.report import write_report
+from pfstune.bench.report import _most_tuned_osc, write_report
+from pfstune.cli.bench import check_out
 from pfstune.cli.main import main
 from pfstune.errors import UserError
 from pfstune.sim.scenario import parse_scenario
@@ -110,6 +112,8 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
         assert len(list(csv.DictReader(handle))) == 6
     report = (tmp_path / "out" / "report.md").read_text()
     assert "| oracle |" in report
+    assert "best of the 99 static dial99 configurations" in report  # says what the yardstick is
+    assert f"`{os.path.relpath(two_phases, tmp_path / 'out')}`" in report  # from the report's directory
     assert "two-phases-config.png" in report
     assert "IOR's own bandwidth" not in report  # no IOR job
     assert "series" not in json.dumps(summary(document))
@@ -192,3 +196,25 @@ def test_cli_json(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [s["name"] for s in result["scenarios"]] == ["two-phases"]
     assert set(result["scenarios"][0]["results"]) == {"default", "iopathtune"}
     assert (out / "report.md").exists()
+
+
+def test_the_configuration_plot_shows_the_osc_the_tuners_changed_most() -> None:
+    flat = {"max_pages_per_rpc": [1024] * 4, "max_rpcs_in_flight": [8] * 4}
+    tuned = {"max_pages_per_rpc": [1024, 256, 256, 64], "max_rpcs_in_flight": [8, 8, 32, 32]}
+    runs = {
+        "default": {"trajectories": {"writer": flat, "reader": flat}},
+        "dial": {"trajectories": {"writer": flat, "reader": tuned}},
+    }
+    assert _most_tuned_osc(runs) == "reader"  # not the busiest, which nobody tuned
+    assert _most_tuned_osc({"default": {"trajectories": {"writer": flat, "reader": flat}}}) == "writer"
+    assert _most_tuned_osc({"default": {"trajectories": {}}}) is None
+
+
+def test_a_report_directory_in_use_is_named_before_it_is_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    check_out(tmp_path / "new")
+    assert capsys.readouterr().err == ""
+    (tmp_path / "new" / "bench.json").write_text("{}")
+    check_out(tmp_path / "new")
+    assert "holds a report already" in capsys.readouterr().err

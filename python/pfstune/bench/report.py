@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,18 +56,32 @@ def write_report(document: Mapping[str, Any], out: Path) -> list[Path]:
         for run in document["runs"]:
             writer.writerow(run)
     plots = _plots(document, out)
-    written[2].write_text(markdown(document, {p.name: p for p in plots}))
+    written[2].write_text(markdown(document, {p.name: p for p in plots}, out))
     return written + plots
 
 
-def markdown(document: Mapping[str, Any], plots: Mapping[str, Path]) -> str:
-    """The Markdown report (``plots``: file name -> path, linked where present)."""
+#: What the report's tables compare, said once at its top.
+INTRO = (
+    "Each scenario ran in pfsim, a simulated Lustre cluster, once per tuner and seed. `default` keeps "
+    "Lustre's configuration (max_pages_per_rpc 1024, max_rpcs_in_flight 8); the online tuners change "
+    "each OSC's configuration while the scenario runs (`iopathtune`: seed 001's heuristic; `dial`: seed "
+    "000's learned tuner with the shipped model; `bandit`, `bayesopt`: explorers); the `oracle` is the "
+    "best of the 99 static dial99 configurations for that scenario and seed, found by sweeping: a "
+    "yardstick no online tuner can know in advance."
+)
+
+
+def markdown(document: Mapping[str, Any], plots: Mapping[str, Path], out: Path | None = None) -> str:
+    """The Markdown report (``plots``: file name -> path, linked where present; scenario files are
+    named relative to ``out``, the report's directory, when given)."""
     seeds = ", ".join(str(s) for s in document["seeds"])
-    lines = ["# pfstune bench", "", f"Seeds: {seeds}. MB = 10^6 bytes of application I/O per simulated second.", ""]
+    lines = ["# pfstune bench", "", INTRO, ""]
+    lines += [f"Seeds: {seeds}. MB = 10^6 bytes of application I/O per simulated second.", ""]
     if "normalised.png" in plots:
         lines += ["![throughput normalised to the oracle](normalised.png)", ""]
     for scenario in document["scenarios"]:
-        lines += [f"## {scenario['name']}", "", f"`{scenario['file']}`, {scenario['duration_s']:g} s simulated."]
+        where = os.path.relpath(scenario["file"], out) if out is not None else scenario["file"]
+        lines += [f"## {scenario['name']}", "", f"`{where}`, {scenario['duration_s']:g} s simulated."]
         starts = scenario["phase_starts_s"]
         lines += [f"Phases start at {', '.join(f'{t:g} s' for t in starts)}.", ""]
         if scenario["oracle_configs"]:
@@ -123,6 +138,25 @@ def _convergence_cell(means: Sequence[float | None], slowest: Sequence[float | N
         else:
             cells.append(f"{mean:g}")
     return ", ".join(cells) or "-"
+
+
+def _most_tuned_osc(runs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The tracked OSC whose configuration the tuners changed most (the busiest of the first run on
+    a tie), so that every tuner's line in the plot is of the same OSC, and one a tuner worked on:
+    the busiest OSC may be one no tuner touched (a writer whose data the cache absorbs)."""
+    changes: dict[str, int] = {}
+    for run in runs.values():
+        for osc, trajectory in run["trajectories"].items():
+            steps = sum(
+                1
+                for param in ("max_pages_per_rpc", "max_rpcs_in_flight")
+                for a, b in zip(trajectory[param], trajectory[param][1:], strict=False)
+                if a != b
+            )
+            changes[osc] = changes.get(osc, 0) + steps
+    if not changes:
+        return None
+    return max(changes, key=lambda osc: changes[osc])  # dict order: the first run's busiest first
 
 
 def _ior_table(results: Mapping[str, Any]) -> list[str]:
@@ -185,16 +219,17 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         fig.savefig(written[-1], dpi=100)
         plt.close(fig)
         fig, axes = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
+        shown = _most_tuned_osc(runs)
         for tuner, run in runs.items():
-            if not run["trajectories"]:
-                continue
-            busiest = next(iter(run["trajectories"].values()))
+            trajectory = run["trajectories"].get(shown) if shown is not None else None
+            if trajectory is None:
+                continue  # this run did not track that OSC among its busiest
             for ax, param in zip(axes, ("max_pages_per_rpc", "max_rpcs_in_flight"), strict=True):
-                ax.step(run["series"]["time"], busiest[param], where="post", label=tuner, linewidth=1)
+                ax.step(run["series"]["time"], trajectory[param], where="post", label=tuner, linewidth=1)
         for ax, param in zip(axes, ("max_pages_per_rpc", "max_rpcs_in_flight"), strict=True):
             ax.set_yscale("log", base=2)
             ax.set_ylabel(param, fontsize="small")
-        axes[1].set_xlabel("simulated time (s), busiest OSC")
+        axes[1].set_xlabel(f"simulated time (s), OSC {shown or '-'}")
         axes[0].legend(fontsize="small")
         fig.tight_layout()
         written.append(out / f"{file_stem(scenario['name'])}-config.png")

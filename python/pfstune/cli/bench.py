@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,14 @@ def check_out(out: Path) -> None:
         raise UserError(f"--out {out}: cannot make the directory: {err.strerror or err}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise UserError(f"--out {out}: directory is not writable")
+    if (out / "bench.json").exists():
+        # replaced file by file: an earlier report's plots of scenarios not run now would stay
+        # beside the new report, so say so rather than mix two runs unnoticed
+        print(
+            f"pfstune: {out} holds a report already: its bench.json, runs.csv, report.md and the plots "
+            "of this run's scenarios are replaced; other files stay",
+            file=sys.stderr,
+        )
 
 
 def bench_and_report(out: Path, label: str, quiet: bool, **bench: Any) -> tuple[dict[str, Any], list[Path]]:
