@@ -123,3 +123,19 @@ def test_bad_options_are_user_errors(options: dict[str, str], message: str) -> N
 def test_a_corrupt_state_is_a_user_error() -> None:
     with pytest.raises(UserError, match="invalid saved state"):
         BanditTuner().load_state_dict({"q": {"read/seq/large": [[1, 2]]}})
+
+
+def test_without_llite_statistics_the_bandit_still_settles() -> None:
+    # the mean RPC size depends on the arm: as a context it would credit each arm to another
+    # pattern, and the bandit would try "untried" arms for ever
+    tuner = BanditTuner(epsilon=0.0)
+    osc = SyntheticOsc(write=True)
+    name = "fs-OST0000-osc-ffff000000000001"
+    config = dict(DEFAULT)
+    chosen = []
+    for tick in range(200):
+        metrics = {k: v for k, v in osc.metrics(config).items() if not k.startswith("llite_")}
+        tuner.observe(name, dict(config), metrics)
+        config = tuner.suggest(Context(name, tick * 0.5, dict(config), BOUNDS, metrics))
+        chosen.append((config["max_pages_per_rpc"], config["max_rpcs_in_flight"]))
+    assert len(set(chosen[-100:])) == 1

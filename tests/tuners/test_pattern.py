@@ -42,10 +42,15 @@ def test_requests_as_large_as_an_rpc_keep_the_last_detected_spatiality() -> None
     assert access_pattern(undecided, last_spatiality="rand") == "write/rand/large"
 
 
-def test_idle_intervals_have_no_pattern_and_missing_llite_falls_back_to_rpc_size() -> None:
+def test_idle_intervals_have_no_pattern_and_missing_llite_gives_the_operation_alone() -> None:
     assert access_pattern({}) is None
     assert access_pattern(row("read", 0, 0, None)) is None
-    assert access_pattern(row("read", 8192, 100, None)) == "read/rand/small"
+    # without llite's request sizes only the operation is known: the RPC size would stand in,
+    # but the configuration under test decides it, so the context would move with the arm
+    assert access_pattern(row("read", 8192, 100, None)) == "read/unknown/unknown"
+    assert access_pattern(row("read", 1 << 20, 100, None)) == "read/unknown/unknown"
+    # and "unknown" is not kept as a spatiality to fall back on
+    assert access_pattern(row("read", 1 << 20, 10, 1 << 20, mppr=256), last_spatiality="unknown") == "read/seq/large"
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,10 @@ statistics only give per-interval sums, so the pattern is inferred from them:
   same rule that picks DIAL's model); an idle interval has no pattern.
 - **request size**: the mean application (llite) request of that operation, in three classes:
   ``small`` below 64 KiB, ``medium`` below 1 MiB, ``large`` from 1 MiB.  Without llite
-  statistics the mean RPC size stands in.
+  statistics (debugfs unreadable) the pattern is the operation alone,
+  ``<op>/unknown/unknown``: the mean RPC size would stand in for the request size, but the
+  configuration under test decides it, and a context that moves with the arm credits the
+  arm's reward to another pattern (a bandit then never stops exploring).
 - **spatiality**: whether the client merged requests into larger RPCs.  Sequential requests
   are merged (writes in the dirty cache, reads by read-ahead), random ones are not, so a mean
   RPC at least 1.5 times the mean request means ``seq``; a smaller one while the request is
@@ -72,14 +75,14 @@ def access_pattern(metrics: Mapping[str, float], last_spatiality: str | None = N
     rpc = _mean(metrics, f"ost_{op}_rpc_bytes_data")
     request = _mean(metrics, f"llite_stats_{op}_bytes")
     if math.isnan(request):
-        request = rpc
+        return f"{op}/unknown/unknown"  # nothing the configuration does not decide (docstring)
     limit = _value(metrics, "osc_rpc_configuration_current.mppr_value") * _PAGE
     if rpc >= MERGED * request:
         spatiality = "seq"
     elif request * MERGED <= limit:  # could have been merged into larger RPCs, and was not
         spatiality = "rand"
     else:
-        spatiality = last_spatiality or "seq"
+        spatiality = last_spatiality if last_spatiality in ("seq", "rand") else "seq"
     return f"{op}/{spatiality}/{size_class(request)}"
 
 

@@ -13,8 +13,11 @@ reward is an OSC's throughput:
   1024 x ``max_rpcs_in_flight`` 2, 8, 32, 128: 16 arms, Lustre's defaults among them) or the whole
   ``dial99`` grid; arms outside the actuator's bounds are never chosen.
 - **Values**: Q(pattern, configuration) is the mean OSC throughput (MB/s) of the intervals
-  observed in that pattern under that configuration (sample average, as in the paper; with
-  ``step_size`` > 0 an exponential recency-weighted average instead, for drifting systems).
+  observed in that pattern under that configuration (a sample average; with ``step_size`` > 0
+  the sample average of an arm's first 1/step_size rewards, then an exponential
+  recency-weighted average with that step, for drifting systems).  Rewards are raw MB/s, not
+  normalised per OSC: where OSCs of one pattern carry very different loads, an arm tried
+  mostly on the busier one looks better than it is (normalising was not tried).
   Every interval of every OSC updates the table, whichever configuration was in force.
 - **Choice**: while the pattern has arms never tried, one of them at random (every arm is tried
   once before the greedy phase, the usual optimistic start); then with probability ``epsilon``
