@@ -88,3 +88,22 @@ def test_bad_options_are_user_errors(options: dict[str, str], message: str) -> N
 def test_a_corrupt_state_is_a_user_error() -> None:
     with pytest.raises(UserError, match="invalid saved state"):
         BayesOptTuner().load_state_dict({"oscs": {A: {"history": [[{"x": 1}]]}}})
+
+
+def test_a_pending_trial_waits_out_an_idle_interval() -> None:
+    tuner = BayesOptTuner(budget=24)
+    osc = SyntheticOsc()
+    config = dict(DEFAULT)
+    for tick in range(5):
+        tuner.observe(A, dict(config), osc.metrics(config))
+        config = tuner.suggest(Context(A, tick * 0.5, dict(config), BOUNDS, osc.metrics(config)))
+    asked = dict(config)
+    idle = {"actual_record_duration": 0.5}
+    tuner.observe(A, dict(config), idle)
+    during = tuner.suggest(Context(A, 3.0, dict(config), BOUNDS, idle))
+    assert during == DEFAULT  # idle: the original configuration
+    tuner.observe(A, dict(during), osc.metrics(during))
+    after = tuner.suggest(Context(A, 3.5, dict(during), BOUNDS, osc.metrics(during)))
+    assert after == asked  # the trial asked before the gap, not a new one
+    trials = tuner._oscs[A].study.get_trials(deepcopy=False)
+    assert not [t for t in trials if t.state.name == "FAIL"]

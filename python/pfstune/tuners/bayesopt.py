@@ -90,6 +90,7 @@ class _Osc:
     pending: Exponents | None = None
     study: Any = None  # optuna.Study, rebuilt lazily from ``history``
     trial: Any = None  # the pending optuna.trial.Trial, if asked in this process
+    idled: bool = False  # the last suggestion was the original, for an idle interval: the trial waits
 
 
 class BayesOptTuner(Tuner):
@@ -138,20 +139,25 @@ class BayesOptTuner(Tuner):
         state.history, state.pending, state.study, state.trial = [], None, None, None
 
     def _record(self, state: _Osc, params: Exponents, value: float) -> None:
+        # after an idle interval the OSC ran its original configuration, which the tuner chose:
+        # that evaluation counts, and the pending trial waits for its own interval
+        waits = state.idled and state.pending is not None and state.pending != params
+        state.idled = False
         if state.space is not None:  # no space yet: the study is built from the history later
             optuna = _optuna()
             study = self._study(state)
             if state.trial is not None and state.pending == params:
                 study.tell(state.trial, value)
             else:
-                if state.trial is not None:
+                if state.trial is not None and not waits:
                     study.tell(state.trial, state=optuna.trial.TrialState.FAIL)
                 if _inside(params, state.space):
                     study.add_trial(
                         optuna.trial.create_trial(params=params, distributions=self._distributions(state), value=value)
                     )
         state.history.append((params, value))
-        state.pending, state.trial = None, None
+        if not waits:
+            state.pending, state.trial = None, None
         if len(state.history) > 2 * self.window:
             state.history = state.history[-self.window :]
             state.study = None  # rebuilt from the kept window on next use
@@ -217,6 +223,7 @@ class BayesOptTuner(Tuner):
                 space[param] = (exponents[0], exponents[-1])
         pattern = access_pattern(context.metrics, state.spatiality)
         if pattern is None or len(space) < len(TUNED_PARAMS):
+            state.idled = state.idled or (pattern is None and bool(context.metrics))
             return keep(state.original or {}, context)
         if space != state.space:  # new bounds: a new search space, the study is rebuilt over it
             state.space, state.study, state.trial, state.pending = space, None, None, None
@@ -240,6 +247,7 @@ class BayesOptTuner(Tuner):
                     "space": None if s.space is None else {p: list(r) for p, r in s.space.items()},
                     "history": [[params, value] for params, value in s.history],
                     "pending": s.pending,
+                    "idled": s.idled,
                 }
                 for osc, s in sorted(self._oscs.items())
             },
@@ -259,6 +267,7 @@ class BayesOptTuner(Tuner):
                     space=None if space is None else {p: (int(r[0]), int(r[1])) for p, r in space.items()},
                     history=[({k: int(v) for k, v in params.items()}, float(value)) for params, value in s["history"]],
                     pending=None if s.get("pending") is None else {k: int(v) for k, v in s["pending"].items()},
+                    idled=bool(s.get("idled", False)),
                 )
             self._oscs = oscs
         except (AttributeError, KeyError, TypeError, ValueError) as err:
