@@ -126,17 +126,15 @@ def _convergence_over_seeds(
         for r, best in zip(runs, bests, strict=True)
     ]
     phases = [[c[i] for c in per_run] for i in range(len(starts))]
-    return [_mean_or_none(values) for values in phases], [_max_or_none(values) for values in phases]
+    return [_all_or_none(values, statistics.fmean) for values in phases], [
+        _all_or_none(values, max) for values in phases
+    ]
 
 
-def _mean_or_none(values: Sequence[float | None]) -> float | None:
+def _all_or_none(values: Sequence[float | None], reduce: Callable[[list[float]], float]) -> float | None:
+    """``reduce`` of ``values``, or None if any is None (a seed that never converged)."""
     present = [v for v in values if v is not None]
-    return statistics.fmean(present) if present and len(present) == len(values) else None
-
-
-def _max_or_none(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present and len(present) == len(values) else None
+    return reduce(present) if present and len(present) == len(values) else None
 
 
 def check_tuners(tuners: Sequence[str], options: Mapping[str, Mapping[str, str]]) -> None:
