@@ -1214,15 +1214,45 @@ impl Sim {
         cl.cached_pages += added;
         cl.lru.push_back((file, first, last, osc_i));
         self.oscs[osc_i as usize].cached_pages += added;
-        while self.clients[client].cached_pages > self.clients[client].max_cached_pages {
+        let most = self.clients[client].max_cached_pages;
+        self.shrink_cache(client, most);
+    }
+
+    /// Drop `client`'s least recently cached pages until at most `target` pages remain.
+    pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
+        while self.clients[client].cached_pages > target {
             let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
-            let removed = self.files[f as usize].cache[client].remove(s, e);
-            self.forget_ra_marks(client, f, s, e);
-            let cl = &mut self.clients[client];
-            cl.cached_pages -= removed.min(cl.cached_pages);
-            let osc = &mut self.oscs[o as usize];
-            osc.cached_pages -= removed.min(osc.cached_pages);
+            self.drop_cached(client, f, s, e, o);
         }
+    }
+
+    /// Drop the least recently cached pages of OSC `osc_i` (of `client`) until it holds at
+    /// most `target` pages (`osc_lru_shrink()`, as a write to `osc_cached_mb` asks).
+    pub(crate) fn shrink_osc_cache(&mut self, client: usize, osc_i: u32, target: u64) {
+        let entries: Vec<(u32, u64, u64, u32)> = self.clients[client].lru.iter().filter(|e| e.3 == osc_i).copied().collect();
+        let mut dropped = 0usize;
+        for (f, s, e, o) in entries {
+            if self.oscs[osc_i as usize].cached_pages <= target {
+                break;
+            }
+            self.drop_cached(client, f, s, e, o);
+            dropped += 1;
+        }
+        self.clients[client].lru.retain(|e| {
+            let drop = e.3 == osc_i && dropped > 0;
+            dropped -= usize::from(drop);
+            !drop
+        });
+    }
+
+    /// Take pages [s, e] of `file` out of `client`'s page cache (one LRU entry, on OSC `o`).
+    fn drop_cached(&mut self, client: usize, file: u32, s: u64, e: u64, o: u32) {
+        let removed = self.files[file as usize].cache[client].remove(s, e);
+        self.forget_ra_marks(client, file, s, e);
+        let cl = &mut self.clients[client];
+        cl.cached_pages -= removed.min(cl.cached_pages);
+        let osc = &mut self.oscs[o as usize];
+        osc.cached_pages -= removed.min(osc.cached_pages);
     }
 
     /// Forget the read-ahead marks of pages [s, e] of `file` on `client`, which left its page

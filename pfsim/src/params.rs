@@ -4,10 +4,16 @@
 
 use crate::engine::{adjust_max_dirty, Sim};
 use crate::model::PAGE;
-use crate::parse::{kstrtobool, kstrtoll, kstrtouint, kstrtoull, sysfs_memparse, EINVAL, ERANGE};
+use crate::parse::{kstrtobool, kstrtouint, kstrtoull, sysfs_memparse, EINVAL, ERANGE};
 use crate::stats::{self, ImportInfo, ImportState, CHECKSUM_TYPES};
 
 const ENOENT: i32 = 2;
+/// `CONNECTION_SWITCH_MAX`: min(50, obd_timeout), the most `idle_timeout` accepts.
+const CONNECTION_SWITCH_MAX: u32 = 50;
+/// `LL_SA_RPC_MAX` (llite_internal.h), the most `statahead_max` takes.
+const LL_SA_RPC_MAX: u32 = 512;
+/// The MDT's `max_mod_rpcs_per_client` (default 8), sent at connection as `ocd_maxmodrpcs`.
+const MDT_MAX_MOD_RPCS_PER_CLIENT: u32 = 8;
 
 /// (file name, tree, writable) of every OSC parameter.
 const OSC_PARAMS: &[(&str, Tree, bool)] = &[
@@ -314,30 +320,41 @@ impl Sim {
                     }
                     "resend_count" => o.resend_count = kstrtouint(value, 10)?,
                     "grant_shrink_interval" => {
-                        let v = kstrtoll(value)?;
-                        if v <= 0 {
+                        let v = kstrtouint(value, 0)?;
+                        if v == 0 {
                             return Err(ERANGE);
                         }
-                        o.grant_shrink_interval = v;
+                        o.grant_shrink_interval = i64::from(v);
                     }
-                    "idle_timeout" => o.idle_timeout = kstrtouint(value, 10)?,
-                    "active" => {
-                        let v = kstrtouint(value, 10)?;
-                        if v > 1 {
-                            return Err(ERANGE);
+                    "idle_timeout" => {
+                        // idle_timeout_store(): "debug"/"nodebug" switch a console message
+                        // and leave the timeout alone (Lustre compares six characters of
+                        // "nodebug"); at most CONNECTION_SWITCH_MAX seconds
+                        if !(value.starts_with("debug") || value.starts_with("nodebu")) {
+                            let v = kstrtouint(value, 10)?;
+                            if v > CONNECTION_SWITCH_MAX {
+                                return Err(ERANGE);
+                            }
+                            o.idle_timeout = v;
                         }
-                        o.active = v == 1;
+                    }
+                    "active" => {
+                        o.active = kstrtobool(value)?;
                         self.kick(oi);
                     }
                     "cur_grant_bytes" => {
-                        let v = sysfs_memparse(value, "B")?;
+                        // osc_cur_grant_bytes_seq_write(): MiB unless a unit is given; shrink
+                        // only, and never below one RPC (osc_shrink_grant_to_target())
+                        let v = sysfs_memparse(value, "MiB")?;
                         if v < o.avail_grant {
-                            o.avail_grant = v; // shrink only; a larger value is a no-op
+                            o.avail_grant = o.avail_grant.min(v.max(o.mppr * PAGE));
                         }
                     }
                     "osc_cached_mb" => {
+                        // osc_cached_mb_seq_write(): shrink this OSC's LRU to N MiB
                         let v = value.trim().strip_prefix("used_mb:").unwrap_or(value).trim();
-                        let _ = sysfs_memparse(v, "MiB")?;
+                        let target = sysfs_memparse(v, "MiB")? / PAGE;
+                        self.shrink_osc_cache(client, oi as u32, target);
                     }
                     "rpc_stats" => {
                         o.clear_hists();
@@ -380,7 +397,7 @@ impl Sim {
                         c.ra_max_read_ahead_whole_pages = p;
                     }
                     "read_ahead_async_file_threshold_mb" => {
-                        let p = mb_pages(value)?;
+                        let p = kstrtoull(value, 10)?.checked_mul(256).ok_or(ERANGE)?;
                         if p > c.ra_max_pages_per_file {
                             return Err(ERANGE);
                         }
@@ -395,20 +412,29 @@ impl Sim {
                     }
                     "max_read_ahead_async_active" => {
                         let v = kstrtouint(value, 10)?;
-                        if v == 0 || v > 512 {
+                        if v > 512 {
                             return Err(ERANGE);
                         }
                         c.ra_async_active = v;
-                        c.ra_workers.resize(v as usize);
+                        // the workqueue runs at least one worker (wq_clamp_max_active())
+                        c.ra_workers.resize(v.max(1) as usize);
                     }
-                    "checksums" => c.checksums = kstrtobool(value)?,
+                    "checksums" => {
+                        // checksums_store() pushes KEY_CHECKSUM to every OSC of the mount
+                        let on = kstrtobool(value)?;
+                        c.checksums = on;
+                        for &o in &c.oscs {
+                            self.oscs[o as usize].checksums = on;
+                        }
+                    }
                     "fast_read" => c.fast_read = kstrtobool(value)?,
                     "statahead_max" => {
+                        // statahead_max_store(): a value above LL_SA_RPC_MAX is logged and
+                        // ignored, and the write still succeeds
                         let v = kstrtouint(value, 0)?;
-                        if v > 8192 {
-                            return Err(ERANGE);
+                        if v <= LL_SA_RPC_MAX {
+                            c.statahead_max = v;
                         }
-                        c.statahead_max = v;
                     }
                     "max_cached_mb" => {
                         let v = value.trim().strip_prefix("max_cached_mb:").unwrap_or(value).trim();
@@ -417,6 +443,9 @@ impl Sim {
                             return Err(ERANGE);
                         }
                         c.max_cached_pages = (bytes / PAGE).max(64 * 256);
+                        // ll_max_cached_mb_seq_write() has the OSCs drop LRU pages at once
+                        let most = c.max_cached_pages;
+                        self.shrink_cache(client, most);
                     }
                     "read_ahead_stats" => c.ra_stats.clear(now),
                     "stats" => c.stats.clear(now),
@@ -441,7 +470,7 @@ impl Sim {
                         }
                     }
                     "max_mod_rpcs_in_flight" => {
-                        if v == 0 || v >= c.mdc_rif {
+                        if v == 0 || v >= c.mdc_rif || v > MDT_MAX_MOD_RPCS_PER_CLIENT {
                             return Err(ERANGE);
                         }
                         c.mdc_mod_rif = v;
@@ -476,21 +505,28 @@ impl Sim {
             ("osc", "short_io_bytes") => "0 (off), -1 (the default), or 64 to 1M bytes".into(),
             ("osc" | "llite", "checksums") | ("llite", "fast_read") => "0 or 1 (y/n and on/off too)".into(),
             ("osc", "checksum_type") => CHECKSUM_TYPES.join(", "),
-            ("osc", "resend_count" | "idle_timeout") => "0 to 4294967295".into(),
+            ("osc", "resend_count") => "0 to 4294967295".into(),
+            ("osc", "idle_timeout") => format!("0 to {CONNECTION_SWITCH_MAX} seconds, or debug/nodebug"),
             ("osc", "grant_shrink_interval") => "1 or more seconds".into(),
-            ("osc", "active") => "0 or 1".into(),
-            ("osc", "cur_grant_bytes") => "a size in bytes (only a smaller grant than now takes effect)".into(),
+            ("osc", "active") => "0 or 1 (y/n and on/off too)".into(),
+            ("osc", "cur_grant_bytes") => {
+                "a size, in MiB unless a unit is given (only a smaller grant than now takes effect, and not below one RPC)".into()
+            }
             ("llite", "max_read_ahead_mb") => format!("0 to {} MiB (half the node's RAM)", mib(c.ram_pages / 2)),
             ("llite", "max_read_ahead_per_file_mb") => format!("0 to {} MiB (max_read_ahead_mb)", mib(c.ra_max_pages)),
             ("llite", "max_read_ahead_whole_mb" | "read_ahead_async_file_threshold_mb") => {
                 format!("0 to {} MiB (max_read_ahead_per_file_mb)", mib(c.ra_max_pages_per_file))
             }
             ("llite", "read_ahead_range_kb") => format!("4 to {} KiB (max_read_ahead_per_file_mb)", c.ra_max_pages_per_file * 4),
-            ("llite", "max_read_ahead_async_active") => "1 to 512".into(),
-            ("llite", "statahead_max") => "0 to 8192".into(),
+            ("llite", "max_read_ahead_async_active") => "0 to 512".into(),
+            // never refused for its size: above LL_SA_RPC_MAX the write is ignored
+            ("llite", "statahead_max") => format!("a whole number; above {LL_SA_RPC_MAX} the write is ignored"),
             ("llite", "max_cached_mb") => format!("0 to {} MiB (the node's RAM)", mib(c.ram_pages)),
             ("mdc", "max_rpcs_in_flight") => "2 to 512".into(),
-            ("mdc", "max_mod_rpcs_in_flight") => format!("1 to {} (less than max_rpcs_in_flight)", c.mdc_rif.saturating_sub(1)),
+            ("mdc", "max_mod_rpcs_in_flight") => format!(
+                "1 to {} (less than max_rpcs_in_flight, and at most the MDT's {MDT_MAX_MOD_RPCS_PER_CLIENT})",
+                c.mdc_rif.saturating_sub(1).min(MDT_MAX_MOD_RPCS_PER_CLIENT)
+            ),
             _ => return None,
         })
     }

@@ -5,6 +5,7 @@
 pub const EINVAL: i32 = 22;
 pub const ERANGE: i32 = 34;
 pub const E2BIG: i32 = 7;
+pub const EOVERFLOW: i32 = 75;
 
 /// Strip the single trailing newline `echo` adds (the kernel's kstrto* accept it).
 fn trim_nl(s: &str) -> &str {
@@ -44,21 +45,6 @@ pub fn kstrtouint(s: &str, base: u32) -> Result<u32, i32> {
     u32::try_from(v).map_err(|_| ERANGE)
 }
 
-/// `kstrtoll(s, 10)`: signed decimal.
-pub fn kstrtoll(s: &str) -> Result<i64, i32> {
-    let t = trim_nl(s);
-    if let Some(rest) = t.strip_prefix('-') {
-        let v = kstrtoull(rest, 10)?;
-        if v > i64::MAX as u64 + 1 {
-            return Err(ERANGE);
-        }
-        Ok((v as i128).wrapping_neg() as i64)
-    } else {
-        let v = kstrtoull(t, 10)?;
-        i64::try_from(v).map_err(|_| ERANGE)
-    }
-}
-
 /// `kstrtobool`: y/Y/1/n/N/0 and on/off by their first characters.
 pub fn kstrtobool(s: &str) -> Result<bool, i32> {
     let b = s.as_bytes();
@@ -74,37 +60,75 @@ pub fn kstrtobool(s: &str) -> Result<bool, i32> {
     }
 }
 
-/// Lustre's `sysfs_memparse(buf, count, &val, defunit)`: a decimal number with an optional
-/// fraction and unit (B, K, KB, KiB, M, ..., E), `defunit` when none is given.
-pub fn sysfs_memparse(s: &str, defunit: &str) -> Result<u64, i32> {
-    let t = trim_nl(s).trim_end();
-    if t.len() > 20 {
+/// Lustre's `string_to_size()` (lprocfs_status.c, 2.15): a decimal number with an optional
+/// unit. Units are case-sensitive: `K M G T P E`, optionally followed by `iB`, are powers of
+/// 1024, `kB MB GB TB PB EB` powers of 1000, a bare `B` is bytes. A fraction (three digits at
+/// most) is allowed only with one of those units. Ported step by step, so that odd spellings
+/// get the answer a real client gives (`4m` and `1.5` are EINVAL, `4MB` is 4,000,000).
+fn string_to_size(buf: &str, count: usize) -> Result<u64, i32> {
+    const UNITS_10: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
+    const UNITS_2: [&str; 6] = ["K", "M", "G", "T", "P", "E"];
+    if count >= 22 {
         return Err(E2BIG);
     }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() || num.matches('.').count() > 1 || num == "." {
+    let b = buf.as_bytes();
+    let within = &buf[..count.min(buf.len())];
+    // "iB" marks a base-2 unit; any other "B" a base-10 one
+    let base10 = buf.find('B').is_some_and(|at| at == 0 || b[at - 1] != b'i');
+    let (units, coeff): (&[&str; 6], u64) = if base10 { (&UNITS_10, 1000) } else { (&UNITS_2, 1024) };
+    let mut size: u64 = 0;
+    let mut blk: u64 = 1;
+    let mut len = count;
+    let found = (0..units.len()).rev().find_map(|i| within.find(units[i]).map(|at| (i, at)));
+    match found {
+        None => {
+            // 'B' is the only letter left that may follow the number
+            if let Some(at) = within.find('B') {
+                len = at;
+                let rest = &buf[at..];
+                if count - len > 2 || (count - len == 2 && rest != "B\n") {
+                    return Err(EINVAL);
+                }
+            }
+        }
+        Some((i, at)) => {
+            for _ in 0..=i {
+                blk *= coeff;
+            }
+            len = at;
+            if let Some(dot) = within.find('.') {
+                len = dot;
+                let digits: String = buf[dot + 1..].chars().take_while(char::is_ascii_digit).take(3).collect();
+                let frac: u64 = format!("{digits:0<3}").parse().map_err(|_| EINVAL)?;
+                if u64::BITS - frac.leading_zeros() + u64::BITS - blk.leading_zeros() > 65 {
+                    return Err(EOVERFLOW);
+                }
+                size += frac * blk / 1000;
+            }
+        }
+    }
+    let whole = kstrtoull(&buf[..len.min(21)], 10)?;
+    if whole != 0 && u64::BITS - whole.leading_zeros() + u64::BITS - blk.leading_zeros() > 65 {
+        return Err(EOVERFLOW);
+    }
+    size.checked_add(whole * blk).ok_or(EOVERFLOW)
+}
+
+/// Lustre's `sysfs_memparse(buf, count, &val, defunit)`: trailing blanks dropped, `defunit`
+/// appended when the value ends in a digit (a `B` default adds nothing), then `string_to_size`.
+pub fn sysfs_memparse(s: &str, defunit: &str) -> Result<u64, i32> {
+    let t = s.trim_end_matches(|c: char| c.is_ascii_whitespace());
+    if t.is_empty() {
         return Err(EINVAL);
     }
-    let unit = if unit.is_empty() { defunit } else { unit };
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        "P" | "PB" | "PIB" => 50,
-        "E" | "EB" | "EIB" => 60,
-        _ => return Err(EINVAL),
-    };
-    let (int_part, frac_part) = num.split_once('.').unwrap_or((num, ""));
-    let int: u64 = if int_part.is_empty() { 0 } else { int_part.parse().map_err(|_| ERANGE)? };
-    let mut v = int.checked_shl(shift).filter(|v| v >> shift == int).ok_or(ERANGE)?;
-    if !frac_part.is_empty() {
-        let frac: f64 = format!("0.{frac_part}").parse().map_err(|_| EINVAL)?;
-        v = v.checked_add((frac * (1u64 << shift) as f64) as u64).ok_or(ERANGE)?;
+    if !t.ends_with(|c: char| c.is_ascii_alphabetic()) && !defunit.starts_with('B') {
+        if t.len() + 3 >= 23 {
+            return Err(E2BIG);
+        }
+        let with_unit = format!("{t}{defunit}");
+        return string_to_size(&with_unit, with_unit.len());
     }
-    Ok(v)
+    string_to_size(s, t.len())
 }
 
 /// Short description of an errno, as strerror(3) spells it.
@@ -113,6 +137,7 @@ pub fn strerror(errno: i32) -> &'static str {
         EINVAL => "Invalid argument",
         ERANGE => "Numerical result out of range",
         E2BIG => "Argument list too long",
+        EOVERFLOW => "Value too large for defined data type",
         13 => "Permission denied",
         2 => "No such file or directory",
         _ => "Unknown error",
@@ -133,7 +158,6 @@ mod tests {
         assert_eq!(kstrtouint("", 0), Err(EINVAL));
         assert_eq!(kstrtouint("-1", 0), Err(EINVAL));
         assert_eq!(kstrtouint("99999999999", 0), Err(ERANGE));
-        assert_eq!(kstrtoll("-3"), Ok(-3));
         assert_eq!(kstrtobool("on"), Ok(true));
         assert_eq!(kstrtobool("off"), Ok(false));
         assert_eq!(kstrtobool("maybe"), Err(EINVAL));
@@ -142,12 +166,40 @@ mod tests {
     #[test]
     fn memparse_units() {
         assert_eq!(sysfs_memparse("256", "B"), Ok(256));
+        assert_eq!(sysfs_memparse("256\n", "B"), Ok(256));
         assert_eq!(sysfs_memparse("1M", "B"), Ok(1 << 20));
         assert_eq!(sysfs_memparse("4MiB", "B"), Ok(4 << 20));
         assert_eq!(sysfs_memparse("512K", "B"), Ok(512 << 10));
+        assert_eq!(sysfs_memparse("512KiB\n", "B"), Ok(512 << 10));
         assert_eq!(sysfs_memparse("64", "MiB"), Ok(64 << 20));
+        assert_eq!(sysfs_memparse("1.5", "MiB"), Ok(3 << 19));
         assert_eq!(sysfs_memparse("1.5M", "B"), Ok(3 << 19));
         assert_eq!(sysfs_memparse("12q", "B"), Err(EINVAL));
-        assert_eq!(sysfs_memparse("123456789012345678901", "B"), Err(E2BIG));
+        // 21 digits overflow kstrtoull; 22 characters are too many for string_to_size, and
+        // 20 with a unit to append too many for sysfs_memparse
+        assert_eq!(sysfs_memparse("123456789012345678901", "B"), Err(ERANGE));
+        assert_eq!(sysfs_memparse("1234567890123456789012", "B"), Err(E2BIG));
+        assert_eq!(sysfs_memparse("12345678901234567890", "MiB"), Err(E2BIG));
+        assert_eq!(sysfs_memparse("", "B"), Err(EINVAL));
+    }
+
+    #[test]
+    fn memparse_is_lustres_string_to_size() {
+        // units are case-sensitive: lower-case m and k are not units
+        assert_eq!(sysfs_memparse("4m", "B"), Err(EINVAL));
+        assert_eq!(sysfs_memparse("64k", "B"), Err(EINVAL));
+        assert_eq!(sysfs_memparse("64m", "MiB"), Err(EINVAL));
+        // a "B" without "i" makes the unit decimal
+        assert_eq!(sysfs_memparse("4MB", "B"), Ok(4_000_000));
+        assert_eq!(sysfs_memparse("8GB", "MiB"), Ok(8_000_000_000));
+        assert_eq!(sysfs_memparse("2kB", "B"), Ok(2000));
+        assert_eq!(sysfs_memparse("100B", "MiB"), Ok(100));
+        // no fraction without a unit
+        assert_eq!(sysfs_memparse("1.5", "B"), Err(EINVAL));
+        // three decimals at most
+        assert_eq!(sysfs_memparse("1.0009K", "B"), Ok(1024));
+        assert_eq!(sysfs_memparse("20E", "B"), Err(EOVERFLOW));
+        assert_eq!(sysfs_memparse("15E", "B"), Ok(15 << 60));
+        assert_eq!(sysfs_memparse("4BB", "B"), Err(EINVAL));
     }
 }
