@@ -35,6 +35,8 @@ def test_hdd_preset_values() -> None:
     assert cluster["net_bandwidth_bps"] == 1.15e9  # decimal MB/s
     assert cluster["client_ram_bytes"] == 192 << 30  # binary GiB
     assert cluster["osts_per_oss"] == 1
+    # a "1 TB" disk holds 10^12 bytes (931 GiB), not 1000 GiB
+    assert 0.99e12 <= cluster["ost_capacity_bytes"] <= 1e12
 
 
 def test_a_disk_needs_its_spindle_speed() -> None:

@@ -344,10 +344,15 @@ def test_every_declared_tunable_is_accepted() -> None:
             doc("[{name: j, client: 0, workload: filebench.seqread, start: 20s}]"),
             "jobs[0].start: 20s is not before the scenario's end",
         ),
+        (  # a stop does not make a job that starts after the end runnable
+            doc("[{name: j, client: 0, workload: filebench.seqread, start: 15s, stop: 20s}]"),
+            "jobs[0].start: 15s is not before the scenario's end",
+        ),
         (doc("[{name: j, client: 0, workload: filebench.seqread, threads: 0}]"), "jobs[0].threads"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 9}]"), "jobs[0].stripe_count"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_count: 0}]"), "jobs[0].stripe_count"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_size: 100k}]"), "jobs[0].stripe_size"),
+        (doc("[{name: j, client: 0, workload: filebench.seqread, stripe_size: 4g}]"), "less than 4 GiB"),
         (doc("[{name: j, client: 0, workload: filebench.seqread, fsync: maybe}]"), "jobs[0].fsync"),
         (doc(f"[{JOB}, {JOB}]"), "jobs[1].name: duplicate job name 'j'"),
         (doc("[]"), "jobs: expected a non-empty list"),
@@ -366,6 +371,9 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc(cluster="{ost_scheduler: cfq}"), "cluster.ost_scheduler: 'cfq' is not an I/O scheduler"),
         (doc(cluster="{ost_scheduler: mq-deadline}"), "cluster.ost_scheduler: the mq-deadline elevator"),
         (doc(cluster="{preset: cloudlab-c220g5, ost_channels: 4}"), "cluster.ost_channels: the mq-deadline elevator"),
+        (doc(cluster="{ost_stripe: 2k}"), "cluster.ost_stripe: '2k' is below the smallest this field takes, 4k"),
+        (doc(cluster="{oss: 300, osts_per_oss: 300}"), "cluster.osts_per_oss: 300 x 300 OSTs: at most 65535"),
+        (doc(cluster='{lustre_version: "2.14.0"}'), "cluster.lustre_version: '2.14.0' is not a Lustre version"),
         (doc(cluster="[1, 2]"), "cluster: expected a mapping"),
         (doc(cluster="{preset: [1]}"), "cluster.preset: unknown preset [1]"),
         # not a scenario at all
@@ -387,6 +395,19 @@ def test_invalid_scenarios_name_the_file_and_key(
     assert message.startswith(str(path)), message
     assert expected in message
     assert "\n" not in message
+
+
+def test_yaml_merge_keys_work_and_a_key_beside_them_wins(write_scenario: Callable[[str], Path]) -> None:
+    path = write_scenario(
+        "name: t\nduration: 10s\njobs:\n"
+        "  - &base {name: a, client: 0, workload: filebench.seqread, iosize: 1m}\n"
+        "  - {<<: *base, name: b, iosize: 16m}\n"
+    )
+    jobs = load_scenario(path).jobs
+    assert [(job.name, job.iosize, job.workload) for job in jobs] == [
+        ("a", 1 << 20, "filebench.seqread"),
+        ("b", 16 << 20, "filebench.seqread"),
+    ]
 
 
 def test_yaml_syntax_error_gives_the_line(write_scenario: Callable[[str], Path]) -> None:

@@ -59,7 +59,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         net_bandwidth="1150m", net_stream_bandwidth="350m", net_latency="30us",
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
         ost_write_latency="200us", ost_random_penalty="8ms", ost_channels=1, ost_stripe="1m",
-        ost_capacity="1000g", ost_rpm=7200, ost_scheduler="mq-deadline",
+        ost_capacity="931g", ost_rpm=7200, ost_scheduler="mq-deadline",
         oss_service_time="25us", client_rpc_cost="15us", client_page_cost="10us", client_extent_cost="5us",
         client_syscall_cost="10us", client_write_page_cost="2.2us",
         brw_size="4m",
@@ -83,6 +83,17 @@ def _brw_size(value: object) -> int:
     return size
 
 
+#: The Lustre versions whose statistics text pfsim prints (2.15.0-1, 2.15.2-6 and 2.15.7+ differ).
+LUSTRE_VERSIONS = tuple(f"2.15.{minor}" for minor in range(9))
+
+
+def _lustre_version(value: object) -> str:
+    if value not in LUSTRE_VERSIONS:
+        known = f"{LUSTRE_VERSIONS[0]} to {LUSTRE_VERSIONS[-1]}"
+        raise UserError(f"{value!r} is not a Lustre version pfsim prints ({known})")
+    return str(value)
+
+
 # Bandwidths of at least 1 kB/s and latencies and costs of at most 10 s: beyond them no device or
 # network is described, and pfsim's times (64-bit nanoseconds) would overflow as they add up.
 _rate = bounded(positive(parse_rate), "1k (bytes/s)", low=1000.0)
@@ -99,7 +110,7 @@ class Field:
 
 FIELDS: dict[str, Field] = {
     "description": Field(text, None),
-    "lustre_version": Field(text, "lustre_version"),
+    "lustre_version": Field(_lustre_version, "lustre_version"),
     "fsname": Field(_fsname, "fsname"),
     "clients": Field(integer(1), "clients"),
     "client_ram": Field(positive(parse_size), "client_ram_bytes"),
@@ -118,7 +129,7 @@ FIELDS: dict[str, Field] = {
     "ost_random_penalty": Field(_delay, "ost_random_penalty_ns"),
     "ost_scheduler": Field(choice("I/O scheduler", "none", "mq-deadline"), "ost_scheduler"),
     "ost_channels": Field(integer(1, 1024), "ost_channels"),
-    "ost_stripe": Field(positive(parse_size), "ost_stripe_bytes"),
+    "ost_stripe": Field(bounded(parse_size, "4k", low=4096), "ost_stripe_bytes"),
     "ost_capacity": Field(positive(parse_size), "ost_capacity_bytes"),
     "ost_rpm": Field(integer(0, 100_000), "ost_rpm"),
     "oss_service_time": Field(_delay, "oss_service_ns"),

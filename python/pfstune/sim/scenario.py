@@ -377,6 +377,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[object] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # `<<: *defaults`: SafeConstructor merges it, and a key beside it wins
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (list, dict)):  # `? [a, b]: x` is valid YAML but names nothing
                 raise yaml.constructor.ConstructorError(
@@ -427,6 +429,8 @@ def _stripe_size(value: object) -> int:
     size = parse_size(value)
     if size <= 0 or size % 65536:
         raise UserError(f"{value!r} is not a Lustre stripe size (a positive multiple of 64 KiB)")
+    if size >= 1 << 32:  # lmm_stripe_size is 32 bits: lfs setstripe says "stripe size over 4GB limit"
+        raise UserError(f"{value!r} is not a Lustre stripe size (less than 4 GiB)")
     return size
 
 
@@ -531,6 +535,9 @@ class _Builder:
         if cluster["ost_scheduler"] == "mq-deadline" and cluster["ost_channels"] != 1:
             where = "cluster.ost_scheduler" if "ost_scheduler" in doc else "cluster.ost_channels"
             raise self.error(where, "the mq-deadline elevator models a one-actuator device: it needs ost_channels: 1")
+        if cluster["oss"] * cluster["osts_per_oss"] > 0xFFFF:  # an OST index is four hex digits
+            where = "cluster.osts_per_oss" if "osts_per_oss" in doc else "cluster.oss"
+            raise self.error(where, f"{cluster['oss']} x {cluster['osts_per_oss']} OSTs: at most 65535 OSTs")
         if cluster["ost_kind"] == "hdd" and cluster["ost_rpm"] == 0:
             where = "cluster.ost_rpm" if "ost_rpm" in doc else "cluster.ost_kind"
             raise self.error(where, "a disk (ost_kind: hdd) needs its spindle speed: set ost_rpm, e.g. 7200")
@@ -576,13 +583,13 @@ class _Builder:
             raise self.error(f"{path}.stripe_count", "0 is not a stripe count (1 to the OST count, or -1 for all)")
         start_ns = self.get(doc, "start", path, parse_duration, 0)
         stop_ns = self.get(doc, "stop", path, parse_duration, duration_ns)
-        if stop_ns <= start_ns:
-            start = doc.get("start", "0s")
-            if "stop" not in doc:
-                end = f"{duration_ns / 1e9:g}s"
-                never = f"{start} is not before the scenario's end ({end}): the job would never run"
-                raise self.error(f"{path}.start", never)
+        start = doc.get("start", "0s")
+        if "stop" in doc and stop_ns <= start_ns:
             raise self.error(f"{path}.stop", f"stop ({doc['stop']}) must be after start ({start})")
+        if start_ns >= duration_ns:
+            end = f"{duration_ns / 1e9:g}s"
+            never = f"{start} is not before the scenario's end ({end}): the job would never run"
+            raise self.error(f"{path}.start", never)
         fsync = self.get(doc, "fsync", path, boolean, False)
 
         ior = self.ior(doc, path, fsync) if is_ior else None
