@@ -189,6 +189,9 @@ def test_agent_cli_on_the_sim_backend_prints_a_json_summary(seqrw: Path, capsys:
     assert result["ticks"] == 41
     assert result["decisions"] > 0
     assert result["sim_seconds"] == pytest.approx(20.0)
+    # as `sim run --tuner` reports them: the whole run, and the simulation alone apart
+    assert result["wall_seconds"] > result["sim_wall_seconds"] > 0
+    assert result["speedup"] == pytest.approx(result["sim_seconds"] / result["wall_seconds"])
 
 
 @pytest.mark.parametrize(

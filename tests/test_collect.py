@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -148,6 +150,85 @@ def test_bad_input_is_a_user_error_before_any_run(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_file_names_are_made_of_what_a_file_name_may_hold(tmp_path: Path) -> None:
+    def plan(*names: str) -> list[str]:
+        paths = []
+        for i, name in enumerate(names):
+            paths.append(tmp_path / f"s{i}.yaml")
+            paths[-1].write_text(SCENARIO.replace("name: tiny", f"name: {name!r}"), encoding="utf-8")
+        return [run.file for run in plan_runs(paths, seeds=[1])]
+
+    assert plan("sub/x", "../../y", "a b") == ["sub_x-seed1.parquet", ".._.._y-seed1.parquet", "a_b-seed1.parquet"]
+    with pytest.raises(UserError, match=r"s0.yaml: the file name x+\.\.\. would be 314 bytes, over the 255"):
+        plan("x" * 300)
+    with pytest.raises(
+        UserError, match=r"scenario 'a_b' seed 1 and scenario 'a b' would both write a_b-seed1\.parquet"
+    ):
+        plan("a b", "a_b")
+
+
+def test_a_set_up_the_engine_refuses_fails_before_any_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = tmp_path / "tiny.yaml"
+    good.write_text(SCENARIO, encoding="utf-8")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(SCENARIO.replace("name: tiny", "name: huge").replace("filesize: 1g", "filesize: 1000t"))
+
+    def no_runs(*_: object) -> None:
+        raise AssertionError("a run started")
+
+    monkeypatch.setattr(pfstune.collect, "open_executor", no_runs)
+    with pytest.raises(UserError, match=r"huge.yaml: job \"reader\": its file of 1000 TiB .* \(with seed 2\)"):
+        collect([good, huge], tmp_path / "out", seeds=[2])
+    assert not (tmp_path / "out").exists()
+
+
+def test_collecting_into_an_earlier_collection_adds_to_its_manifest(
+    collected: tuple[Path, Path, dict, list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario, first, earlier, _ = collected
+    out = tmp_path / "o"
+    shutil.copytree(first, out)
+    monkeypatch.setattr(pfstune.collect, "open_executor", _one_thread)
+    manifest = collect([scenario], out, seeds=[3], duration="1s")
+    assert json.loads((out / "manifest.json").read_text()) == manifest
+    assert [r["file"] for r in manifest["runs"]] == ["tiny-seed1.parquet", "tiny-seed2.parquet", "tiny-seed3.parquet"]
+    assert manifest["runs"][:2] == earlier["runs"]  # their provenance is kept
+    assert manifest["seeds"] == [1, 2, 3]
+    assert manifest["rows"] == earlier["rows"] + manifest["runs"][2]["rows"]
+    assert manifest["earlier_runs"] == 2
+    assert manifest["duration"] == "1s"  # the latest collection's
+    # a file written again is listed once, with its new run; a file gone is no longer listed
+    (out / "tiny-seed1.parquet").unlink()
+    again = collect([scenario], out, seeds=[2], duration="1s")
+    assert [(r["file"], r["duration_s"]) for r in again["runs"]] == [
+        ("tiny-seed3.parquet", 1.0),
+        ("tiny-seed2.parquet", 1.0),
+    ]
+    assert again["seeds"] == [2, 3]
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "tiny-seed2.parquet", "tiny-seed3.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "cannot read the manifest already there (not JSON)"),
+        ('{"runs": [{"file": 3}]}', "not a manifest pfstune collect wrote"),
+        ('{"runs": [], "columns": ["workload"], "pfstune_version": "0.1"}', "has other columns (pfstune 0.1)"),
+    ],
+)
+def test_a_manifest_already_there_that_cannot_be_added_to_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "manifest.json").write_text(text)
+    monkeypatch.setattr(pfstune.collect, "open_executor", lambda *_: pytest.fail("a run started"))
+    with pytest.raises(UserError, match=re.escape(message)):
+        collect([path], tmp_path / "o", seeds=[1])
+    assert (tmp_path / "o" / "manifest.json").read_text() == text
+
+
 def test_a_failed_run_costs_no_other_run_s_file(
     collected: tuple[Path, Path, dict, list[float]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -187,7 +268,7 @@ def test_an_interrupted_write_leaves_no_file_under_the_final_name(
     monkeypatch.setattr(pfstune.collect.pq, "write_table", interrupted)
     with pytest.raises(KeyboardInterrupt):
         collect([scenario], tmp_path / "o", seeds=[1], duration="1s")
-    assert list((tmp_path / "o").iterdir()) == []  # no Parquet, no partial file, no manifest
+    assert not (tmp_path / "o").exists()  # no Parquet, no partial file, no manifest: not even the directory
 
 
 def test_collect_on_a_dask_cluster_writes_the_same_files(

@@ -138,6 +138,18 @@ def test_iterations_and_observations_must_be_whole_numbers(tmp_path: Path, colum
         load_dataset([tmp_path / "bad.parquet"])
 
 
+@pytest.mark.parametrize("column", ["workload", "osc"])
+def test_rows_without_a_workload_or_osc_are_refused(tmp_path: Path, column: str) -> None:
+    rows = _rows([1.0, 2.0, 3.0])
+    rows[column] = rows[column].astype(object)
+    rows.loc[2, column] = None
+    rows.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(
+        UserError, match=rf"bad\.parquet: column {column} is empty \(null\) in 1 row\(s\), the first at row 2"
+    ):
+        load_dataset([tmp_path / "bad.parquet"])
+
+
 def test_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such dataset"):
         load_dataset([tmp_path / "absent.parquet"])

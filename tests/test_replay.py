@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -221,6 +223,70 @@ def test_replay_command_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     bad.write_text("workload,osc\nseq_r,OST0000\n")  # a CSV named .parquet: the words train and eval use
     assert main(["replay", str(bad), "--tuner", "default"]) == 2
     assert f"{bad}: not a readable Parquet file (" in capsys.readouterr().err
+
+
+def test_a_failed_write_of_the_decisions_keeps_the_earlier_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "rec.parquet"
+    _recording().to_parquet(recording)
+    out = tmp_path / "decisions.parquet"
+    assert main(["replay", str(recording), "--tuner", "default", "--out", str(out), "--json"]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+
+    def disk_full(self: pd.DataFrame, path: Path, **kwargs: object) -> None:
+        Path(path).write_bytes(b"PAR1 half a file")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", disk_full)
+    assert main(["replay", str(recording), "--tuner", "iopathtune", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "cannot write the decisions: No space left on device" in err
+    assert out.read_bytes() == before  # neither truncated nor half-written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decisions.parquet", "rec.parquet"]  # no partial file
+
+
+def test_a_model_for_a_tuner_without_one_or_a_file_for_a_model_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "rec.parquet"
+    _recording().to_parquet(recording)
+    assert main(["replay", str(recording), "--tuner", "iopathtune", "--model", str(tmp_path)]) == 2
+    assert "pfstune: error: --model: tuner iopathtune takes no model (tuners with one: dial" in capsys.readouterr().err
+    assert main(["replay", str(recording), "--tuner", "dial", "--model", str(recording)]) == 2
+    assert f"{recording}: is a file, not a model directory" in capsys.readouterr().err
+
+
+def test_out_naming_an_input_file_is_refused_before_the_replay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recording = tmp_path / "rec.parquet"
+    _recording().to_parquet(recording)
+    before = recording.read_bytes()
+    (tmp_path / "link.parquet").symlink_to(recording)
+    for out in (recording, tmp_path / "." / "rec.parquet", tmp_path / "link.parquet"):
+        assert main(["replay", str(recording), "--tuner", "default", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "is one of the DATASET files" in err
+    assert recording.read_bytes() == before
+
+
+@pytest.mark.parametrize(("column", "rows"), [("workload", slice(None)), ("workload", [3, 7]), ("osc", [0])])
+def test_a_recording_with_rows_of_no_workload_or_osc_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str, rows: object
+) -> None:
+    data = _recording()
+    data[column] = data[column].astype(object)
+    data.loc[rows, column] = None
+    path = tmp_path / "rec.parquet"
+    data.to_parquet(path)
+    assert main(["replay", str(path), "--tuner", "iopathtune"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{path}: column {column} is empty (null) in" in err
 
 
 @pytest.mark.parametrize("tuner", ["bandit", "bayesopt"])

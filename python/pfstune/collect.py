@@ -13,11 +13,13 @@ keeps them, so nothing here recomputes a feature.
 Output, in ``out_dir``:
 
 ``<scenario>-seed<k>.parquet``
-    One row per OSC per probe after the first (the first probe closes no interval), every OSC
-    of every client, idle ones included: a row whose OSC moved no bytes says nothing about its
-    configuration, and the trainer drops it (the real dataset kept only OSC series with some
-    traffic, and the README asks to skip idle intervals for per-configuration means).  Columns
-    (:data:`COLUMNS`, the dataset schema shared with the importer of the real data):
+    (``<scenario>``: the scenario's name with '_' for what a file name should not hold,
+    :func:`pfstune.outputs.file_stem`).  One row per OSC per probe after the first (the first
+    probe closes no interval), every OSC of every client, idle ones included: a row whose OSC
+    moved no bytes says nothing about its configuration, and the trainer drops it (the real
+    dataset kept only OSC series with some traffic, and the README asks to skip idle intervals
+    for per-configuration means).  Columns (:data:`COLUMNS`, the dataset schema shared with the
+    importer of the real data):
     ``workload`` (the scenario name), ``iteration`` (the seed), ``osc`` (device name),
     ``observation_no`` (1, 2, ... per OSC; the real data's observation 0, an artefact of DIAL's
     collector, has no counterpart), every column of :data:`pfstune.features.FEATURE_COLUMNS`
@@ -30,22 +32,28 @@ Output, in ``out_dir``:
     What was collected (:func:`collect`'s return value): pfstune version, tuner, columns, where
     the runs ran (``jobs`` local processes, or the Dask ``scheduler``), and per run the file,
     scenario, seed, duration, row counts, the SHA-256 of the file and of the scenario text, and
-    the run's throughput and wall time (of the simulation, on its worker).  It describes this
-    collection only; files of earlier collections in the same directory are left alone and not
-    listed.  Runs that failed are listed under ``failed`` (absent when none did).
+    the run's throughput and wall time (of the simulation, on its worker).  Runs that failed are
+    listed under ``failed`` (absent when none did).  Collecting into a directory that holds a
+    manifest adds to it: the runs it lists whose files are still there stay listed (a file
+    written again is listed once, with its new run; ``earlier_runs`` counts the others), and
+    ``rows``, ``active_rows``, ``seeds`` and ``scenarios`` cover every listed run, while
+    ``duration``, ``jobs``, ``scheduler`` and ``wall_seconds`` describe the latest collection.
+    A manifest that cannot be read, or of other columns, is refused before any run.
 
 Runs are independent and go to an executor (:func:`pfstune.executor.open_executor`): ``jobs``
 local worker processes, or the Dask cluster at ``scheduler``.  A worker only simulates and
 returns the run's table and summary; this process writes every file, so a Dask worker on
 another machine needs no access to ``out_dir``.  Each file is written as soon as its run
 finishes (not all at the end): under a temporary name, renamed when complete, so an interrupted
-collection leaves the finished runs' files (and no manifest), never a truncated file under a
+collection leaves the finished runs' files (and no new manifest), never a truncated file under a
 final name.  Progress is counted at completion: when a run finishes, its simulated seconds are
 added (a worker cannot report ticks back from a Dask cluster).
 
-A run that fails does not stop the others: every other run's file is written, the manifest
-lists the written runs and, under ``failed``, the failed ones (file, scenario, seed, error),
-and then :class:`CollectError` is raised naming them.
+Every run's set-up (the engine's checks: files that fit on the OSTs, tunable values) is made
+before any run starts, so invalid input costs no simulation.  A run that fails does not stop
+the others: every other run's file is written, the manifest lists the written runs and, under
+``failed``, the failed ones (file, scenario, seed, error), and then :class:`CollectError` is
+raised naming them.
 """
 
 from __future__ import annotations
@@ -68,9 +76,10 @@ import pyarrow.parquet as pq
 from pfstune import __version__
 from pfstune.agent import Agent
 from pfstune.backends.sim import SimBackend
-from pfstune.errors import PfstuneError, UserError
+from pfstune.errors import PfstuneError, ScenarioError, UserError
 from pfstune.executor import open_executor
 from pfstune.features import FEATURE_COLUMNS
+from pfstune.outputs import check_file_name, file_stem, no_empty_directory, replacing
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import Scenario, parse_scenario, read_scenario_text
 from pfstune.tuners._base import Config, Context, Tuner
@@ -127,7 +136,7 @@ class CollectRun:
     duration: str | None  # override, e.g. "120s"
     duration_s: float  # simulated seconds the run covers
     probe_interval_s: float
-    file: str  # output file name, <scenario>-seed<k>.parquet
+    file: str  # output file name, <file_stem(scenario)>-seed<k>.parquet
 
     def load(self) -> Scenario:
         """The validated scenario with this run's seed and duration."""
@@ -144,8 +153,9 @@ def plan_runs(
     """Validate every scenario and list the runs, scenario by scenario, seed by seed.
 
     ``seeds`` None uses each scenario's own seed.  Raises :class:`UserError` for an unreadable
-    or invalid scenario, a bad duration, a seed out of range, or two runs that would write the
-    same file (two scenarios with the same name).
+    or invalid scenario, one whose set-up the engine refuses (checked for every run: where files
+    go depends on the seed), a bad duration, a seed out of range, a name too long for a file
+    name, or two runs that would write the same file (two scenarios with the same name).
     """
     if not scenario_paths:
         raise UserError("no scenario to collect")
@@ -154,7 +164,7 @@ def plan_runs(
     if seeds is not None and not seeds:
         raise UserError("no seed to collect")
     runs: list[CollectRun] = []
-    owner: dict[str, str] = {}
+    owner: dict[str, tuple[str, str]] = {}  # file -> (scenario file, scenario name)
     for path in scenario_paths:
         source = str(path)
         text = read_scenario_text(path)
@@ -163,13 +173,21 @@ def plan_runs(
             if seed >= 2**63:  # it becomes the files' int64 iteration column
                 raise UserError(f"seed {seed}: pfstune collect takes seeds below 2^63 (the iteration column is int64)")
             scenario = parse_scenario(text, source, _overrides(seed, duration))
-            file = f"{scenario.name}-seed{seed}.parquet"
+            file = f"{file_stem(scenario.name)}-seed{seed}.parquet"
+            check_file_name(file, source)
             if file in owner:
+                other, name = owner[file]
+                both = f"and scenario {name!r} would both write {file}"
+                twice = "is collected twice" if name == scenario.name else both
                 raise UserError(
-                    f"{source}: scenario {scenario.name!r} seed {seed} is collected twice "
-                    f"(also from {owner[file]}); give each scenario a unique name and each seed once"
+                    f"{source}: scenario {scenario.name!r} seed {seed} {twice} (also from {other}); give each "
+                    "scenario a name of its own (file names keep letters, digits, '.', '-' and '_') and each seed once"
                 )
-            owner[file] = source
+            owner[file] = (source, scenario.name)
+            try:
+                Engine(scenario)  # the set-up checks a run would fail on, now rather than after other runs
+            except ScenarioError as err:
+                raise ScenarioError(f"{err} (with seed {seed})" if seeds is not None else str(err)) from None
             runs.append(
                 CollectRun(
                     index=len(runs),
@@ -318,14 +336,11 @@ def _write(run: CollectRun, table: pa.Table, summary: Mapping[str, Any], out_dir
     }
     table = table.replace_schema_metadata({"pfstune.collect": json.dumps(metadata, sort_keys=True)})
     path = out_dir / run.file
-    partial = path.with_name(f".{run.file}.{os.getpid()}.partial")
     try:
-        pq.write_table(table, partial, compression="zstd")
-        os.replace(partial, path)
+        with replacing(path) as partial:
+            pq.write_table(table, partial, compression="zstd")
     except OSError as err:
         raise UserError(f"{path}: cannot write: {err.strerror or err}") from None
-    finally:
-        partial.unlink(missing_ok=True)
     counts = {key: summary[key] for key in ("rows", "active_rows", "oscs")}
     rest = {key: value for key, value in summary.items() if key not in counts}
     return {"file": run.file, **metadata, "tuner_seed": run.seed, **counts, "sha256": _sha256(path), **rest}
@@ -342,6 +357,67 @@ def _prepare(out_dir: Path) -> None:
         raise UserError(f"{out_dir}: not a directory")
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise UserError(f"{out_dir}: the output directory is not writable")
+
+
+#: What the manifest's merge reads of an earlier run's entry.
+_RUN_KEYS: dict[str, type] = {
+    "file": str,
+    "scenario": str,
+    "scenario_file": str,
+    "scenario_sha256": str,
+    "seed": int,
+    "rows": int,
+    "active_rows": int,
+}
+
+
+def _has(entry: object, keys: Mapping[str, type]) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in keys.items())
+
+
+def _earlier_manifest(out_dir: Path) -> dict[str, Any] | None:
+    """The manifest an earlier collection left in ``out_dir`` (None if none), checked before any run."""
+    path = out_dir / MANIFEST
+    if not path.exists():
+        return None
+    advice = "move it away, or collect into another --out (train takes several directories)"
+    try:
+        manifest: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not JSON"
+        raise UserError(f"{path}: cannot read the manifest already there ({reason}); {advice}") from None
+    runs = manifest.get("runs") if isinstance(manifest, dict) else None
+    failed = manifest.get("failed", []) if isinstance(manifest, dict) else None
+    if not (isinstance(runs, list) and isinstance(failed, list)) or not (
+        all(_has(entry, _RUN_KEYS) for entry in runs) and all(_has(entry, {"file": str}) for entry in failed)
+    ):
+        raise UserError(f"{path}: not a manifest pfstune collect wrote; {advice}")
+    if manifest.get("columns") != list(COLUMNS):
+        raise UserError(
+            f"{path}: the collection already there has other columns (pfstune {manifest.get('pfstune_version')}); "
+            f"one directory is one dataset: {advice}"
+        )
+    earlier: dict[str, Any] = manifest
+    return earlier
+
+
+def _merge(
+    earlier: Mapping[str, Any] | None,
+    entries: list[dict[str, Any]],
+    failed: list[dict[str, Any]],
+    out_dir: Path,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The runs, failures and earlier runs the manifest lists: ``earlier``'s whose files are still
+    there and were not written again, then this collection's (module docstring)."""
+    now = {entry["file"] for entry in entries}
+    kept = [
+        entry
+        for entry in (earlier or {}).get("runs", [])
+        if entry["file"] not in now and (out_dir / entry["file"]).is_file()
+    ]
+    again = now | {entry["file"] for entry in failed} | {entry["file"] for entry in kept}
+    still_failed = [entry for entry in (earlier or {}).get("failed", []) if entry["file"] not in again]
+    return [*kept, *entries], [*still_failed, *failed], kept
 
 
 def _describe(error: BaseException) -> str:
@@ -417,20 +493,20 @@ def collect(
     workers = max(1, os.cpu_count() or 1) if jobs is None else jobs
     if workers < 1:
         raise UserError(f"jobs must be at least 1, got {workers}")
-    _prepare(out)
-    started = time.perf_counter()
-    with open_executor(min(workers, len(runs)), scheduler) as executor:
-        entries, failed, first = _run_all(executor, runs, out, progress)
-    scenarios: dict[str, dict[str, str]] = {}
-    for run in runs:
-        scenarios.setdefault(
-            run.scenario_file,
-            {
-                "name": run.scenario,
-                "file": run.scenario_file,
-                "sha256": hashlib.sha256(run.text.encode()).hexdigest(),
-            },
-        )
+    with no_empty_directory(out):  # an unreachable scheduler, say
+        _prepare(out)
+        earlier = _earlier_manifest(out)
+        started = time.perf_counter()
+        with open_executor(min(workers, len(runs)), scheduler) as executor:
+            written, failed_now, first = _run_all(executor, runs, out, progress)
+    entries, failed, kept = _merge(earlier, written, failed_now, out)
+    scenarios: dict[tuple[str, str], dict[str, str]] = {}  # (file, sha256) -> the scenario
+    described = [
+        *((entry["scenario"], entry["scenario_file"], entry["scenario_sha256"]) for entry in kept),
+        *((run.scenario, run.scenario_file, hashlib.sha256(run.text.encode()).hexdigest()) for run in runs),
+    ]
+    for name, file, digest in described:
+        scenarios.setdefault((file, digest), {"name": name, "file": file, "sha256": digest})
     manifest: dict[str, Any] = {
         "pfstune_version": __version__,
         "source": "sim",
@@ -441,7 +517,7 @@ def collect(
             "what": "a uniformly random dial99 configuration on every OSC after every probe",
         },
         "scenarios": list(scenarios.values()),
-        "seeds": sorted({run.seed for run in runs}),
+        "seeds": sorted({run.seed for run in runs} | {entry["seed"] for entry in kept}),
         "duration": duration,
         "jobs": None if scheduler else workers,
         "scheduler": scheduler,
@@ -449,22 +525,22 @@ def collect(
         "rows": sum(entry["rows"] for entry in entries),
         "active_rows": sum(entry["active_rows"] for entry in entries),
         "wall_seconds": time.perf_counter() - started,
+        "earlier_runs": len(kept),
         "runs": entries,
     }
     if failed:
         manifest["failed"] = failed
     path = out / MANIFEST
-    partial = out / f".{MANIFEST}.partial"
     try:
-        partial.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        os.replace(partial, path)
+        with replacing(path) as partial:
+            partial.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     except OSError as err:
         raise UserError(f"{path}: cannot write the manifest: {err.strerror or err}") from None
-    if failed:
-        names = "; ".join(f"{entry['file']}: {entry['error']}" for entry in failed)
-        kept = f"the other {len(entries)} files are written" if entries else "no file is written"
+    if failed_now:
+        names = "; ".join(f"{entry['file']}: {entry['error']}" for entry in failed_now)
+        done = f"the other {len(written)} files are written" if written else "no file is written"
         raise CollectError(
-            f"{len(failed)} of {len(runs)} runs failed ({names}); {kept}, and {path} lists the failures",
+            f"{len(failed_now)} of {len(runs)} runs failed ({names}); {done}, and {path} lists the failures",
             manifest,
         ) from first
     return manifest

@@ -197,6 +197,22 @@ def not_numbers(df: pd.DataFrame, names: Sequence[str]) -> str | None:
     return f"column{'s' if len(bad) > 1 else ''} {shown} hold{'' if len(bad) > 1 else 's'} values that are not numbers"
 
 
+def check_present(frame: pd.DataFrame, columns: Sequence[str], name: str) -> None:
+    """UserError naming ``name``, the column and the first row if one of ``columns`` holds a null.
+
+    For the columns that name a row's series (``workload``, ``osc``): a row without them belongs
+    to no series, and grouping would drop it silently.
+    """
+    for column in columns:
+        missing = frame[column].isna().to_numpy()
+        if missing.any():
+            row = int(np.flatnonzero(missing)[0])
+            raise UserError(
+                f"{name}: column {column} is empty (null) in {int(missing.sum())} row(s), the first at row {row}; "
+                "every row needs its workload and osc"
+            )
+
+
 def whole_numbers(frame: pd.DataFrame, column: str, name: str) -> np.ndarray:
     """``frame[column]`` as int64; UserError naming ``name`` and the first row that is not a whole number.
 
@@ -227,6 +243,7 @@ def normalize(frame: pd.DataFrame, name: str) -> pd.DataFrame:
     problem = not_numbers(frame, ["iteration", "observation_no", *FEATURE_COLUMNS, *RAW_COLUMNS])
     if problem:
         raise UserError(f"{name}: {problem}")
+    check_present(frame, ["workload", "osc"], name)
     for column in ("iteration", "observation_no"):  # before anything orders series by them
         frame[column] = whole_numbers(frame, column, name)
     if all(column in frame.columns for column in FEATURE_COLUMNS):

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pfstune.datasets import not_numbers, parquet_columns, whole_numbers
+from pfstune.datasets import check_present, not_numbers, parquet_columns, whole_numbers
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS, RAW_COLUMNS, from_dataset
 from pfstune.tuners._base import Context, Tuner
@@ -113,6 +113,7 @@ def load_recording(paths: Sequence[str]) -> pd.DataFrame:
         problem = not_numbers(frame, ["observation_no", *RAW_COLUMNS])
         if problem:
             raise UserError(f"{path}: {problem}")
+        check_present(frame, ["workload", "osc"], path)
         for column in ("iteration", "observation_no"):
             frame[column] = whole_numbers(frame, column, path)
         unset = frame[[_MPPR, _MRIF]].isna().any(axis=1) | (frame[[_MPPR, _MRIF]] < 1).any(axis=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import errno
 import json
 import os
 from collections.abc import Callable
@@ -186,6 +187,57 @@ def test_cli_errors(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert "unknown option" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
     assert main(["bench", str(two_phases), "--tuners", "default", "--out", str(tmp_path / "file")]) == 2
+    capsys.readouterr()
+    # refused before any run, and leaving no empty report directory behind
+    assert main(["bench", str(tmp_path / "typo.yaml"), "--tuners", "default", "--out", str(tmp_path / "r" / "o")]) == 2
+    assert "typo.yaml: cannot read the scenario" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_oracle_options_are_refused_before_the_report_directory_is_made(
+    two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    for option in ("oracle:max_pages_per_rpc=16", "oracle:foo=bar"):
+        argv = ["bench", str(two_phases), "--tuners", "default,oracle", "--tuner-option", option, "--out", str(out)]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "the bench's oracle takes no options" in err
+    assert not out.exists()
+
+
+def test_the_oracle_sweeps_only_what_a_cluster_of_small_rpcs_accepts(write_scenario: Callable[..., Path]) -> None:
+    path = write_scenario(
+        "name: small-rpcs\nduration: 0.5s\ncluster: {preset: cloudlab-c6525, clients: 1, brw_size: 1m}\n"
+        "jobs: [{name: r, client: 0, workload: filebench.randomread, iosize: 1m, filesize: 1g}]\n",
+        "small-rpcs.yaml",
+    )
+    document = run_bench([str(path)], ["oracle"], [1], jobs=2)
+    (scenario,) = document["scenarios"]
+    assert scenario["oracle_configs"]["1"]["osc.max_pages_per_rpc"] <= 256  # 1 MiB of 4 KiB pages
+    assert len(scenario["phase_best"]["1"]) == 1
+    assert scenario["results"]["oracle"]["mbps"] > 0
+
+
+def test_a_report_that_cannot_be_written_leaves_the_earlier_one_and_shows_the_results(
+    two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "report"
+    args = ["bench", str(two_phases), "--tuners", "default", "--duration", "1.5s", "--out", str(out), "--json"]
+    assert main(args) == 0
+    capsys.readouterr()
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+
+    def disk_full(*_: object, **__: object) -> str:  # after bench.json and runs.csv are written
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("pfstune.bench.report.markdown", disk_full)
+    assert main([*args[:3], "default,iopathtune", *args[4:]]) == 2
+    printed = capsys.readouterr()
+    assert set(json.loads(printed.out)["scenarios"][0]["results"]) == {"default", "iopathtune"}  # shown, not lost
+    assert printed.err.strip().splitlines()[-1].startswith(f"pfstune: error: --out {out}: cannot write the report: ")
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # whole, and no partial file
 
 
 def test_cli_json(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

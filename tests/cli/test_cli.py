@@ -15,6 +15,7 @@ import pytest
 from pfstune import __version__
 from pfstune.cli.main import attach_negative_values, main
 from pfstune.sim.presets import PRESETS
+from tests.conftest import SMALL_SCENARIO
 
 
 def pfstune(*args: str) -> subprocess.CompletedProcess[str]:
@@ -60,6 +61,14 @@ def test_every_help_has_a_description(command: list[str], capsys: pytest.Capture
         (["bench", "x.yaml", "--tuners", "default,nope"], "pfstune bench"),
         (["train", "x.parquet", "--out", "m", "--seed", "-1"], "pfstune train"),
         (["overhead", "--oscs", "abc"], "pfstune overhead"),
+        (["sim", "run", "x.yaml", "--seed", "-1"], "pfstune sim run"),
+        (["bench", "x.yaml", "--duration", "0s"], "pfstune bench"),
+        (["overhead", "--oscs", "0"], "pfstune overhead"),
+        (["overhead", "--repeat", "0"], "pfstune overhead"),
+        (["sim", "sweep", "x.yaml"], "pfstune sim sweep"),
+        (["sim", "sweep", "x.yaml", "--grid", "dial99", "--param", "osc.max_rpcs_in_flight=1"], "pfstune sim sweep"),
+        (["bench", "x.yaml", "--out", ""], "pfstune bench"),
+        (["replay", "x.parquet", "--tuner", "default", "--out", ""], "pfstune replay"),
         (["sim", "serve", "x.yaml", "--root", "r", "--speed", "1e308"], "pfstune sim serve"),
         (["agent", "--no-such-flag"], "pfstune agent"),
         (["sim", "run", "x.yaml", "--bogus"], "pfstune sim run"),
@@ -120,7 +129,7 @@ def test_unknown_tunable_in_set(small_scenario: Path, capsys: pytest.CaptureFixt
     ("option", "message"),
     [
         (["--duration", "-1s"], "argument --duration: '-1s' is not a duration"),
-        (["--seed", "-3"], "seed: -3 is out of range"),
+        (["--seed", "-3"], "argument --seed: -3 is not between 0 and"),
     ],
 )
 def test_a_negative_value_gets_its_options_own_error(
@@ -161,12 +170,18 @@ def test_sim_run_json(small_scenario: Path, capsys: pytest.CaptureFixture[str]) 
     assert result["sim_seconds"] == pytest.approx(1.0)
 
 
-def test_sim_run_refused_value_in_set(small_scenario: Path) -> None:
+def test_sim_run_refused_value_in_set_names_the_command_line(
+    small_scenario: Path, write_scenario: Callable[[str, str], Path]
+) -> None:
     result = pfstune("sim", "run", str(small_scenario), "--set", "osc.max_rpcs_in_flight=0")
     assert result.returncode == 2
-    assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
-    assert "osc.max_rpcs_in_flight" in result.stderr
+    assert result.stderr.startswith("pfstune: error: tunable osc.max_rpcs_in_flight=0: ")
+    assert result.stderr.endswith(f" (given on the command line, not in {small_scenario})\n")
     assert result.stderr.count("\n") == 1
+    # the same value in the file is the file's
+    in_file = write_scenario(SMALL_SCENARIO.replace("jobs:", "tunables: {osc.max_rpcs_in_flight: 0}\njobs:"), "t.yaml")
+    result = pfstune("sim", "run", str(in_file))
+    assert result.stderr.startswith(f"pfstune: error: {in_file}: tunable osc.max_rpcs_in_flight=0: ")
 
 
 def test_sim_run_table(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,19 +232,25 @@ def test_sweep_product_of_params(small_scenario: Path, capsys: pytest.CaptureFix
     assert [tuple(r["config"].values()) for r in results] == [(16, 8), (16, 32), (256, 8), (256, 32)]
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ([], "nothing to sweep"),
-        (["--grid", "dial99", "--param", "osc.max_pages_per_rpc=1"], "either --grid or --param"),
-        (["--param", "osc.max_pages_per_rpc=1", "--param", "osc.max_pages_per_rpc=2"], "once"),
-    ],
-)
-def test_sweep_usage_errors(
-    small_scenario: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+def test_sweep_usage_errors(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=1", "--param",
+                 "osc.max_rpcs_in_flight=2"]) == 2  # fmt: skip
+    assert "each tunable may be given to --param once" in capsys.readouterr().err
+
+
+def test_dial99_is_cut_to_what_a_cluster_of_small_rpcs_accepts(
+    write_scenario: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["sim", "sweep", str(small_scenario), *args]) == 2
-    assert message in capsys.readouterr().err
+    path = write_scenario(SMALL_SCENARIO.replace("clients: 1}", "clients: 1, brw_size: 1m}"), "small-rpcs.yaml")
+    report = run_json(capsys, "sim", "sweep", str(path), "--grid", "dial99", "--duration", "0.2s", "--json")
+    results = report["results"]
+    assert isinstance(results, list)
+    assert len(results) == 9 * 9  # max_pages_per_rpc 1 to 256 (1 MiB), not 512 and 1024
+    assert max(r["config"]["osc.max_pages_per_rpc"] for r in results) == 256
+    main(["sim", "sweep", str(path), "--grid", "dial99", "--duration", "0.2s", "--json"])
+    assert "max_pages_per_rpc above 256 left out: the cluster's brw_size is 1 MiB" in capsys.readouterr().err
+    oracle = run_json(capsys, "sim", "run", str(path), "--tuner", "oracle", "--duration", "0.2s", "--json")
+    assert oracle["sweep_runs"] == 81
 
 
 def test_sweep_bad_param_values(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -254,6 +275,16 @@ def test_serve_rejects_a_client_out_of_range(small_scenario: Path, tmp_path: Pat
     assert "--client 3" in result.stderr
 
 
+def test_serve_checks_the_scenario_s_set_up_before_it_makes_the_root(
+    write_scenario: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    huge = write_scenario(SMALL_SCENARIO.replace("filesize: 1g", "filesize: 1000t"), "huge.yaml")
+    result = pfstune("sim", "serve", str(huge), "--root", str(tmp_path / "t"))
+    assert result.returncode == 2
+    assert "(cluster.ost_capacity)" in result.stderr
+    assert not (tmp_path / "t").exists()
+
+
 @pytest.mark.parametrize("root", ["/", "/tmp/.."])
 def test_serve_refuses_the_live_systems_root(small_scenario: Path, root: str) -> None:
     # refused before anything is written: as root on a Lustre client it would set the real max_dirty_mb
@@ -266,8 +297,8 @@ def test_serve_refuses_the_live_systems_root(small_scenario: Path, root: str) ->
 def test_sweep_value_refused_by_the_simulator(small_scenario: Path) -> None:
     result = pfstune("sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=8,0", "--duration", "1s")
     assert result.returncode == 2
-    assert result.stderr.startswith(f"pfstune: error: {small_scenario}: ")
-    assert "osc.max_rpcs_in_flight" in result.stderr
+    assert result.stderr.startswith("pfstune: error: tunable osc.max_rpcs_in_flight=0: ")
+    assert "(given on the command line" in result.stderr
     assert "Traceback" not in result.stderr
 
 

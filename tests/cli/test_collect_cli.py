@@ -70,9 +70,13 @@ def test_default_seed_is_the_scenario_s(scenario: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize(
-    "extra", [["--seeds", "1,x"], ["--seeds", "1", "--repeat", "2"], ["--repeat", "0"], ["--duration", "5"]]
+    "extra",
+    [["--seeds", "1,x"], ["--seeds", "1", "--repeat", "2"], ["--repeat", "0"], ["--duration", "5"], ["--out", ""]],
 )
-def test_bad_options_are_usage_errors(scenario: Path, tmp_path: Path, extra: list[str]) -> None:
+def test_bad_options_are_usage_errors(
+    scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # where an accepted --out "" would write
     with pytest.raises(SystemExit) as exit_:
         main(["collect", str(scenario), "--out", str(tmp_path / "o"), *extra])
     assert exit_.value.code == 2
@@ -93,6 +97,24 @@ def test_missing_scenario_and_unwritable_out_are_one_line_errors(
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize("name", ["sub/x", "x" * 300])
+def test_a_scenario_name_that_is_no_file_name_is_one_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    path = tmp_path / "named.yaml"
+    path.write_text(SCENARIO.replace("name: tiny", f"name: {name}"), encoding="utf-8")
+    code = main(["collect", str(path), "--out", str(tmp_path / "o"), "--duration", "500ms", "--jobs", "1"])
+    err = capsys.readouterr().err
+    if "/" in name:  # made a file name, as the bench's plots are
+        assert code == 0, err
+        assert (tmp_path / "o" / "sub_x-seed7.parquet").is_file()
+    else:
+        assert code == 2
+        assert err.startswith(f"pfstune: error: {path}: the file name xxx")
+        assert err.count("\n") == 1
+        assert not (tmp_path / "o").exists()
+
+
 def test_unreachable_scheduler_is_a_one_line_error(
     scenario: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,6 +125,7 @@ def test_unreachable_scheduler_is_a_one_line_error(
     err = capsys.readouterr().err
     assert err.startswith("pfstune: error: --scheduler tcp://127.0.0.1:9: cannot connect")
     assert err.count("\n") == 1
+    assert not (tmp_path / "o").exists()  # no empty output directory left behind
 
 
 def test_a_failed_run_exits_1_with_one_line_after_writing_the_others(

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -128,6 +131,7 @@ def test_train_without_enough_series_for_validation(
         ),
         (["train", "{slice}", "--out", "{tmp}/other.parquet"], "other.parquet: cannot create the model directory"),
         (["model", "eval", "{tmp}/nomodel", "{slice}"], "no such model directory"),
+        (["model", "eval", "{slice}", "{slice}"], "slice.parquet: is a file, not a model directory"),
         (["model", "eval", "default", "{slice}", "--iterations", "9"], "no pairs to evaluate"),
     ],
 )
@@ -142,6 +146,55 @@ def test_user_errors_are_one_line(
     assert message in err
     assert "\n" not in err
     assert not (tmp_path / "m").exists(), "a failed train left its model directory behind"
+
+
+def test_a_model_that_cannot_be_saved_leaves_the_earlier_one_whole(
+    trained: tuple[Path, dict[str, object]],
+    slice_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "m"
+    shutil.copytree(trained[0], out)
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    write_text = Path.write_text
+
+    def disk_full(self: Path, data: str, encoding: str | None = None) -> int:
+        if "model.json" not in self.name:  # the disk fills up at the last file
+            return write_text(self, data, encoding=encoding)
+        write_text(self, data[: len(data) // 2], encoding=encoding)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    assert main(["train", str(slice_path), "--out", str(out), "--rounds", "5", "--validation-fraction", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"pfstune: error: --out {out}: cannot write the model: No space left on device\n")
+    assert err.count("pfstune: error") == 1
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file either
+    monkeypatch.undo()
+    assert load_model(out).metadata == load_model(trained[0]).metadata
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--threads", "100000"], "argument --threads: 100000 is more than "),
+        (["--threads", "0"], "argument --threads: '0' is not a positive integer"),
+        (["--out", ""], "argument --out: an empty path"),
+    ],
+)
+def test_bad_train_options_are_one_line_before_anything_is_made(
+    argv: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "x.parquet", "--out", "m", *argv])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"pfstune train: error: {message}"), err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bad_iteration_list(capsys: pytest.CaptureFixture[str]) -> None:

@@ -428,3 +428,36 @@ def test_scenario_errors_are_user_errors() -> None:
 def test_bad_override_names_the_key() -> None:
     with pytest.raises(ScenarioError, match=r"t\.yaml: tunables: unknown tunable 'osc\.bogus'"):
         parse_scenario(doc(), "t.yaml", {"tunables": {"osc.bogus": 1}})
+
+
+PHASES = doc(
+    "[{name: a, client: 0, workload: filebench.seqwrite, stop: 4s},"
+    " {name: b, client: 0, workload: filebench.seqread, start: 4s, stop: 8s},"
+    " {name: c, client: 0, workload: filebench.randomread, start: 8s}]"
+)
+
+
+def test_a_shorter_duration_override_drops_the_jobs_after_it_and_stops_the_others_there() -> None:
+    scenario = parse_scenario(PHASES, "p.yaml", {"duration": "6s"})
+    assert scenario.duration_ns == 6 * 10**9
+    assert [(job.name, job.start_ns, job.stop_ns) for job in scenario.jobs] == [
+        ("a", 0, 4 * 10**9),
+        ("b", 4 * 10**9, 6 * 10**9),
+    ]
+    longer = parse_scenario(PHASES, "p.yaml", {"duration": "20s"})
+    assert [(job.name, job.stop_ns) for job in longer.jobs] == [("a", 4 * 10**9), ("b", 8 * 10**9), ("c", 20 * 10**9)]
+
+
+def test_a_duration_override_before_every_job_names_the_option() -> None:
+    late = doc("[{name: j, client: 0, workload: filebench.seqread, start: 5s}]")
+    with pytest.raises(ScenarioError, match=r"^--duration 2s: ends the run of p\.yaml before any of its jobs starts"):
+        parse_scenario(late, "p.yaml", {"duration": "2s"})
+
+
+def test_a_job_after_the_file_s_own_end_stays_the_file_s_mistake() -> None:
+    wrong = doc(f"[{JOB}, {{name: k, client: 0, workload: filebench.seqread, start: 15s}}]")
+    for overrides in ({}, {"duration": "5s"}, {"duration": "60s"}):
+        with pytest.raises(
+            ScenarioError, match=r"^p\.yaml: jobs\[1\]\.start: 15s is not before the scenario's end \(10s\)"
+        ):
+            parse_scenario(wrong, "p.yaml", overrides)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,34 @@ def test_it_holds_its_configuration_within_bounds() -> None:
     for tick in range(3):
         suggestion = tuner.suggest(Context("fs-OST0000-osc-ffff000000000001", tick * 0.5, config, bounds))
         assert suggestion == {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 16}
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_pages_per_rpc": "4096", "max_rpcs_in_flight": "-5"}, "max_rpcs_in_flight=-5 is not between 1 and 256"),
+        (
+            {"max_pages_per_rpc": "32768", "max_rpcs_in_flight": "8"},
+            "max_pages_per_rpc=32768 is not between 1 and 16384",
+        ),
+        ({"max_pages_per_rpc": "64"}, "max_rpcs_in_flight=0 is not between 1 and 256; give both"),
+    ],
+)
+def test_a_configuration_out_of_lustre_s_range_is_named(options: dict[str, str], message: str) -> None:
+    with pytest.raises(UserError, match=f"^tuner oracle: {re.escape(message)}"):
+        make_tuner("oracle", options)
+
+
+def test_a_value_cut_to_an_osc_s_bounds_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    tuner = make_tuner("oracle", {"max_pages_per_rpc": "4096", "max_rpcs_in_flight": "8"})
+    bounds = {"max_pages_per_rpc": (1, 1024), "max_rpcs_in_flight": (1, 256)}
+    config = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 8}
+    with caplog.at_level(logging.WARNING, logger="pfstune"):
+        for osc in ("fs-OST0000-osc-ffff000000000001", "fs-OST0001-osc-ffff000000000001"):
+            assert tuner.suggest(Context(osc, 0.0, config, bounds))["max_pages_per_rpc"] == 1024
+    assert [r.getMessage() for r in caplog.records] == [
+        "oracle: max_pages_per_rpc=4096 is beyond what fs-OST0000-osc-ffff000000000001 takes; 1024 is used"
+    ]
 
 
 def test_the_oracle_run_is_the_best_run_of_the_dial99_sweep(small_scenario: Path) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,9 @@ class SimBackend(Backend):
                 self._client_of[osc] = info["index"]
         self._bounds: dict[str, dict[str, tuple[int, int]]] = {}
         self._originals: dict[tuple[str, str], str] = {}
+        # the run's wall time, for result(): from here to the first close (originals restored)
+        self._started = time.perf_counter()
+        self._closed: float | None = None
 
     @classmethod
     def from_file(
@@ -164,7 +168,21 @@ class SimBackend(Backend):
                 self.engine.set_param(self._client_of[osc], f"osc.{osc}.{param}", value)
             except OSError as err:
                 log.error("restoring osc.%s.%s=%s: %s", osc, param, value, err.strerror or err)
+        if self._closed is None:
+            self._closed = time.perf_counter()
 
     def result(self) -> dict[str, Any]:
-        """The run summary of ``pfstune sim run --json`` for what has been simulated so far."""
-        return self.engine.result()
+        """The run summary of ``pfstune sim run --tuner ... --json`` for what has been simulated so far.
+
+        As there, ``wall_seconds`` and ``speedup`` count the whole run, the agent's ticks included
+        (from this backend's creation to its close, or to now while it is open), and
+        ``sim_wall_seconds`` the engine's loop alone.
+        """
+        result = self.engine.result()
+        wall = (self._closed or time.perf_counter()) - self._started
+        return {
+            **result,
+            "wall_seconds": wall,
+            "sim_wall_seconds": result["wall_seconds"],
+            "speedup": result["sim_seconds"] / wall if wall > 0 else 0.0,
+        }

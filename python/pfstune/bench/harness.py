@@ -2,8 +2,10 @@
 
 - **Runs.** Every (scenario, seed, tuner) is one :func:`pfstune.bench.runs.tuned_run`.  The
   ``oracle`` is the best static dial99 configuration of that scenario and seed: its 99 static
-  runs (:func:`pfstune.sim.sweep.run_scenario`) go to the executor with the other tuners' runs,
-  then the winner runs once more with the agent in the loop so that it has a time series too.
+  runs (:func:`pfstune.sim.sweep.run_scenario`; fewer on a cluster whose brw_size is below 4m,
+  :func:`pfstune.sim.sweep.scenario_grid`) go to the executor with the other tuners' runs, then
+  the winner runs once more with the agent in the loop so that it has a time series too.  The
+  oracle takes no tuner options.
 - **Aggregates** per scenario and tuner, over seeds: mean application MB/s and its spread
   (sample standard deviation, min, max); the mean of per-seed ratios to the oracle and to the
   default; the mean decision time per tick (and of the first tick that decided apart).
@@ -22,7 +24,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -32,8 +33,9 @@ from typing import Any
 from pfstune.bench.runs import tuned_run
 from pfstune.errors import UserError
 from pfstune.executor import open_executor, run_all
+from pfstune.outputs import check_file_name, file_stem
 from pfstune.sim.scenario import Scenario, parse_scenario, read_scenario_text
-from pfstune.sim.sweep import GRIDS, best_index, grid_configs, run_scenario, with_tunables
+from pfstune.sim.sweep import best_index, run_scenario, scenario_grid, with_tunables
 from pfstune.tuners import TUNERS, make_tuner
 
 #: Convergence: the window the throughput is averaged over, how long the mean must then hold,
@@ -56,11 +58,6 @@ class BenchScenario:
 
     def load(self, seed: int) -> Scenario:
         return parse_scenario(self.text, self.path, self.with_seed(seed))
-
-
-def file_stem(name: str) -> str:
-    """The stem of a scenario's plot files: its name, with '_' for what a file name should not hold."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
 def phase_starts(scenario: Scenario) -> list[float]:
@@ -144,7 +141,15 @@ def check_tuners(tuners: Sequence[str], options: Mapping[str, Mapping[str, str]]
     for name in tuners:
         if name not in TUNERS:
             raise UserError(f"unknown tuner {name!r}; known: {', '.join(sorted(TUNERS))}")
-        if name != "oracle":
+        if name == "oracle":
+            if options.get(name):  # its configuration is the sweep's winner, or there is no yardstick
+                keys = ", ".join(f"oracle:{key}" for key in options[name])
+                raise UserError(
+                    f"--tuner-option {keys}: the bench's oracle takes no options: it is the best static "
+                    "dial99 configuration, found by sweeping (to run one fixed configuration, use "
+                    "pfstune sim run --tuner oracle --tuner-option ...)"
+                )
+        else:
             make_tuner(name, options.get(name))
 
 
@@ -176,11 +181,13 @@ def run_bench(
                 f"{path} and {s.path} {same}: the report names its tables and plots ({stem}-*.png) by "
                 "scenario name, so give each scenario once and a name of its own"
             )
+        check_file_name(f"{stem}-throughput.png", s.path)
         named[stem] = (name, s.path)
-    configs = grid_configs(GRIDS["dial99"])
     tuned = [(s, seed, t) for s in scenarios for seed in seeds for t in tuners if t != "oracle"]
     sweeps = [(s, seed) for s in scenarios for seed in seeds] if "oracle" in tuners else []
-    total = len(tuned) + len(sweeps) * (len(configs) + 1)
+    # each sweep's dial99, cut to what its cluster accepts (a brw_size below 4m)
+    configs = {(s.path, seed): scenario_grid(loaded[(s.path, seed)])[0] for s, seed in sweeps}
+    total = len(tuned) + sum(len(grid) + 1 for grid in configs.values())
     done = [0]
 
     def tick(_finished: int, _total: int) -> None:
@@ -194,8 +201,8 @@ def run_bench(
         oracle_configs: dict[tuple[str, int], dict[str, int]] = {}
         phase_best: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for key, results in first["sweeps"].items():
-            oracle_configs[key] = dict(configs[best_index(results)])
-            phase_best[key] = _phase_best(results, configs)
+            oracle_configs[key] = dict(configs[key][best_index(results)])
+            phase_best[key] = _phase_best(results, configs[key])
         oracle_units = [
             (
                 s.text,
@@ -224,22 +231,22 @@ def _run_units(
     tuned: Sequence[tuple[BenchScenario, int, str]],
     sweeps: Sequence[tuple[BenchScenario, int]],
     loaded: Mapping[tuple[str, int], Scenario],
-    configs: Sequence[dict[str, int]],
+    configs: Mapping[tuple[str, int], Sequence[dict[str, int]]],
     options: Mapping[str, Mapping[str, str]],
     tick: Callable[[int, int], None],
 ) -> dict[str, Any]:
-    """The tuned runs and every static run of the oracle's sweeps, submitted together."""
+    """The tuned runs and every static run of the oracle's sweeps (``configs``: each one's grid), together."""
     units: list[tuple[str, tuple[Any, ...]]] = [
         ("tuned", (s.text, s.path, s.with_seed(seed), tuner, dict(options.get(tuner, {})))) for s, seed, tuner in tuned
     ]
     for s, seed in sweeps:
         scenario = loaded[(s.path, seed)]
         starts = phase_starts(scenario)
-        units += [("static", (with_tunables(scenario, config), starts)) for config in configs]
+        units += [("static", (with_tunables(scenario, config), starts)) for config in configs[(s.path, seed)]]
     results = run_all(executor, _unit, units, tick)
     records = [r for (kind, _), r in zip(units, results, strict=True) if kind == "tuned"]
     static = iter(r for (kind, _), r in zip(units, results, strict=True) if kind == "static")
-    by_sweep = {(s.path, seed): [next(static) for _ in configs] for s, seed in sweeps}
+    by_sweep = {(s.path, seed): [next(static) for _ in configs[(s.path, seed)]] for s, seed in sweeps}
     return {"records": records, "sweeps": by_sweep}
 
 

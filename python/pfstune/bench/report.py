@@ -13,15 +13,17 @@ Plots use matplotlib's non-interactive Agg backend, so no display is needed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S, file_stem
+from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S
+from pfstune.outputs import file_stem, replacing
 
 CSV_FIELDS = (
     "scenario",
@@ -46,17 +48,26 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def write_report(document: Mapping[str, Any], out: Path) -> list[Path]:
-    """Write every output file into ``out`` (created if missing); return their paths."""
+    """Write every output file into ``out`` (created if missing); return their paths.
+
+    Every file is written under a temporary name first and all are renamed once all are
+    written, so a failed write (a full disk) leaves an earlier report in ``out`` as it was.
+    """
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "bench.json", out / "runs.csv", out / "report.md"]
-    written[0].write_text(json.dumps(document, indent=1) + "\n")
-    with written[1].open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for run in document["runs"]:
-            writer.writerow(run)
-    plots = _plots(document, out)
-    written[2].write_text(markdown(document, {p.name: p for p in plots}, out))
+    with contextlib.ExitStack() as stack:
+
+        def temporary(path: Path) -> Path:
+            return stack.enter_context(replacing(path))
+
+        temporary(written[0]).write_text(json.dumps(document, indent=1) + "\n")
+        with temporary(written[1]).open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, CSV_FIELDS, extrasaction="ignore")
+            writer.writeheader()
+            for run in document["runs"]:
+                writer.writerow(run)
+        plots = _plots(document, out, temporary)
+        temporary(written[2]).write_text(markdown(document, {p.name: p for p in plots}, out))
     return written + plots
 
 
@@ -179,7 +190,8 @@ def _ior_table(results: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
+def _plots(document: Mapping[str, Any], out: Path, temporary: Callable[[Path], Path]) -> list[Path]:
+    """Draw the plots into ``out``; each is saved to ``temporary(its path)``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -201,7 +213,7 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         ax.legend(fontsize="small")
         fig.tight_layout()
         written.append(out / "normalised.png")
-        fig.savefig(written[-1], dpi=100)
+        fig.savefig(temporary(written[-1]), dpi=100, format="png")
         plt.close(fig)
     first_seed = document["seeds"][0]
     for scenario in scenarios:
@@ -216,7 +228,7 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         ax.legend(fontsize="small")
         fig.tight_layout()
         written.append(out / f"{file_stem(scenario['name'])}-throughput.png")
-        fig.savefig(written[-1], dpi=100)
+        fig.savefig(temporary(written[-1]), dpi=100, format="png")
         plt.close(fig)
         fig, axes = plt.subplots(2, 1, figsize=(7, 4.5), sharex=True)
         shown = _most_tuned_osc(runs)
@@ -233,6 +245,6 @@ def _plots(document: Mapping[str, Any], out: Path) -> list[Path]:
         axes[0].legend(fontsize="small")
         fig.tight_layout()
         written.append(out / f"{file_stem(scenario['name'])}-config.png")
-        fig.savefig(written[-1], dpi=100)
+        fig.savefig(temporary(written[-1]), dpi=100, format="png")
         plt.close(fig)
     return written

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pfstune.errors import UserError
@@ -11,11 +13,13 @@ from pfstune.units import parse_duration
 
 
 def duration_text(text: str) -> str:
-    """argparse type for a duration (``20s``, ``500ms``): checked here, kept as text for the scenario."""
+    """argparse type for a scenario's duration (``20s``, ``500ms``): checked here, kept as text for the scenario."""
     try:
-        parse_duration(text)
+        positive = parse_duration(text) > 0
     except UserError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    if not positive:  # here, not in the scenario, whose file is not what was wrong
+        raise argparse.ArgumentTypeError(f"{text!r} must be longer than zero")
     return text
 
 
@@ -51,6 +55,28 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    """argparse type for an integer from ``low`` to ``high``."""
+
+    def check(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low} and {high}")
+        return value
+
+    return check
+
+
+def out_path(text: str) -> Path:
+    """argparse type for ``--out``: a path, not the empty string (which would mean the current directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path; name the output, e.g. ./out (. for the current directory)")
+    return Path(text)
+
+
 def add_tuner_option_argument(parser: argparse.ArgumentParser) -> None:
     """``--tuner-option KEY=VALUE`` (repeatable), collected in ``args.tuner_options``."""
     parser.add_argument(
@@ -75,9 +101,15 @@ def key_value(text: str) -> tuple[str, str]:
 def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the SCENARIO argument and the options that override parts of the scenario."""
     parser.add_argument("scenario", metavar="SCENARIO", help="scenario YAML file")
-    parser.add_argument("--seed", type=int, metavar="N", help="random seed (default: the scenario's)")
     parser.add_argument(
-        "--duration", type=duration_text, metavar="D", help="simulated duration, e.g. 20s (default: the scenario's)"
+        "--seed", type=int_between(0, 2**64 - 1), metavar="N", help="random seed (default: the scenario's)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=duration_text,
+        metavar="D",
+        help="simulated duration, e.g. 20s (default: the scenario's; a shorter one drops the jobs that would "
+        "start after it)",
     )
     parser.add_argument(
         "--set",

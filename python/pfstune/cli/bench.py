@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import run_bench, summary
+from pfstune.bench.harness import check_tuners, run_bench, summary
 from pfstune.bench.report import write_report
-from pfstune.cli._common import duration_text, positive_int, seed_list
+from pfstune.cli._common import duration_text, out_path, positive_int, seed_list
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
+from pfstune.outputs import no_empty_directory
 from pfstune.tuners import TUNERS
 
 DEFAULT_TUNERS = "default,dial,iopathtune,oracle"
@@ -55,7 +57,12 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "--tuners", type=_tuners, default=_tuners(DEFAULT_TUNERS), metavar="LIST", help=f"default {DEFAULT_TUNERS}"
     )
     parser.add_argument("--seeds", type=seed_list, default=[1], metavar="N,N,...", help="seeds (default 1)")
-    parser.add_argument("--duration", type=duration_text, metavar="D", help="override every scenario's duration")
+    parser.add_argument(
+        "--duration",
+        type=duration_text,
+        metavar="D",
+        help="override every scenario's duration (a shorter one drops the jobs that would start after it)",
+    )
     parser.add_argument(
         "--tuner-option",
         dest="tuner_options",
@@ -68,7 +75,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("--jobs", type=positive_int, metavar="N", help="local worker processes (default: one per core)")
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run on the Dask cluster at ADDRESS (tcp://host:8786)")
     parser.add_argument(
-        "--out", type=Path, default=Path("pfstune-bench"), metavar="DIR", help="report directory (./pfstune-bench)"
+        "--out", type=out_path, default=Path("pfstune-bench"), metavar="DIR", help="report directory (./pfstune-bench)"
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON (without time series)")
     parser.set_defaults(func=main)
@@ -94,8 +101,16 @@ def check_out(out: Path) -> None:
         )
 
 
-def bench_and_report(out: Path, label: str, quiet: bool, **bench: Any) -> tuple[dict[str, Any], list[Path]]:
-    """:func:`run_bench` (keyword arguments ``bench``) under a progress bar, then the report in ``out``."""
+def bench_and_report(
+    out: Path, label: str, quiet: bool, show: Callable[[dict[str, Any], Path | None], None], **bench: Any
+) -> None:
+    """:func:`run_bench` (keyword arguments ``bench``) under a progress bar, the report in ``out``, then
+    ``show(document, report.md's path)``.
+
+    If the report cannot be written, ``out`` keeps what it held (the files are replaced together),
+    the results are still shown (``show(document, None)``: hours of runs are not lost from sight)
+    and a one-line UserError follows.
+    """
     with ProgressBar(1, label, " runs", enabled=not quiet) as bar:
 
         def progress(done: int, total: int) -> None:
@@ -106,8 +121,12 @@ def bench_and_report(out: Path, label: str, quiet: bool, **bench: Any) -> tuple[
     try:
         files = write_report(document, out)
     except OSError as err:
-        raise UserError(f"--out {out}: cannot write the report: {err.strerror or err}") from None
-    return document, files
+        show(document, None)
+        raise UserError(
+            f"--out {out}: cannot write the report: {err.strerror or err}; the results shown are not saved "
+            "and the directory keeps what it held"
+        ) from None
+    show(document, files[2])
 
 
 def main(args: argparse.Namespace) -> int:
@@ -117,36 +136,43 @@ def main(args: argparse.Namespace) -> int:
         if tuner not in args.tuners:
             raise UserError(f"--tuner-option {tuner}:{key}: {tuner} is not among --tuners")
         options.setdefault(tuner, {})[key] = value
-    check_out(args.out)
+    check_tuners(args.tuners, options)  # before check_out makes the directory
     overrides: dict[str, Any] = {"duration": args.duration} if args.duration else {}
-    document, files = bench_and_report(
-        args.out,
-        "benchmarking",
-        args.json,
-        scenario_paths=args.scenarios,
-        tuners=args.tuners,
-        seeds=args.seeds,
-        overrides=overrides,
-        options=options,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-    )
-    if args.json:
-        print_json(summary(document))
-        return 0
-    rows = []
-    for scenario in document["scenarios"]:
-        for tuner, r in scenario["results"].items():
-            vs = r["vs_oracle"]
-            rows.append(
-                [
-                    scenario["name"],
-                    tuner,
-                    f"{r['mbps']:.1f}",
-                    f"{r['mbps_std']:.1f}",
-                    "-" if vs is None else f"{vs:.3f}",
-                ]
-            )
-    print(format_table(["scenario", "tuner", "MB/s", "std", "vs oracle"], rows))
-    print(f"\nreport: {files[2]}")
+
+    def show(document: dict[str, Any], report: Path | None) -> None:
+        if args.json:
+            print_json(summary(document))
+            return
+        rows = []
+        for scenario in document["scenarios"]:
+            for tuner, r in scenario["results"].items():
+                vs = r["vs_oracle"]
+                rows.append(
+                    [
+                        scenario["name"],
+                        tuner,
+                        f"{r['mbps']:.1f}",
+                        f"{r['mbps_std']:.1f}",
+                        "-" if vs is None else f"{vs:.3f}",
+                    ]
+                )
+        print(format_table(["scenario", "tuner", "MB/s", "std", "vs oracle"], rows))
+        if report is not None:
+            print(f"\nreport: {report}")
+
+    with no_empty_directory(args.out):  # made before the scenarios are checked
+        check_out(args.out)
+        bench_and_report(
+            args.out,
+            "benchmarking",
+            args.json,
+            show,
+            scenario_paths=args.scenarios,
+            tuners=args.tuners,
+            seeds=args.seeds,
+            overrides=overrides,
+            options=options,
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+        )
     return 0

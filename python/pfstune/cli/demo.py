@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pfstune.bench.harness import summary
-from pfstune.cli._common import positive_int
+from pfstune.cli._common import out_path, positive_int
 from pfstune.cli._output import format_table, print_json
 from pfstune.cli.bench import bench_and_report, check_out
 from pfstune.errors import UserError
@@ -71,7 +71,7 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         ),
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("pfstune-demo"), metavar="DIR", help="report directory (./pfstune-demo)"
+        "--out", type=out_path, default=Path("pfstune-demo"), metavar="DIR", help="report directory (./pfstune-demo)"
     )
     parser.add_argument("--jobs", type=positive_int, metavar="N", help="local worker processes (default: one per core)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON (without time series)")
@@ -115,15 +115,19 @@ def main(args: argparse.Namespace) -> int:
     """Run the demo bench, write the report, print the table (or JSON)."""
     check_out(args.out)
     paths = write_scenarios(args.out)
-    document, files = bench_and_report(
-        args.out, "simulating", args.json, scenario_paths=paths, tuners=TUNERS, seeds=[1], jobs=args.jobs
+
+    def show(document: dict[str, Any], report: Path | None) -> None:
+        if args.json:
+            print_json(summary(document))
+            return
+        print("Simulated cluster: DIAL's testbed (cloudlab-c6525), one client; MB/s of application I/O.\n")
+        headers = ["scenario", "tuner", "MB/s", "vs default", "vs oracle", "configuration"]
+        print(format_table(headers, table_rows(document)))
+        if report is not None:
+            print(f"\nreport with plots: {report}")
+        print(f"reproduce or extend: pfstune bench {' '.join(paths)} --tuners {','.join(TUNERS)}")
+
+    bench_and_report(
+        args.out, "simulating", args.json, show, scenario_paths=paths, tuners=TUNERS, seeds=[1], jobs=args.jobs
     )
-    if args.json:
-        print_json(summary(document))
-        return 0
-    print("Simulated cluster: DIAL's testbed (cloudlab-c6525), one client; MB/s of application I/O.\n")
-    headers = ["scenario", "tuner", "MB/s", "vs default", "vs oracle", "configuration"]
-    print(format_table(headers, table_rows(document)))
-    print(f"\nreport with plots: {files[2]}")
-    print(f"reproduce or extend: pfstune bench {' '.join(paths)} --tuners {','.join(TUNERS)}")
     return 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import signal
 
-from pfstune.cli._common import add_tuner_option_argument
+from pfstune.cli._common import add_tuner_option_argument, int_between, positive_int
 from pfstune.cli._output import format_table, print_json
-from pfstune.errors import UserError
 from pfstune.overhead import measure
+
+#: The most OSCs a virtual tree may have (a real client mounts a few thousand at most).
+MAX_OSCS = 100_000
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,20 +25,20 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             "apart, the agent's first tick (with --tuner random: every OSC's first writes, originals saved)."
         ),
     )
-    parser.add_argument("--oscs", type=int, default=100, metavar="N", help="number of OSCs (default 100)")
+    parser.add_argument(
+        "--oscs", type=int_between(1, MAX_OSCS), default=100, metavar="N", help="number of OSCs (default 100)"
+    )
     parser.add_argument("--tuner", default="dial", metavar="NAME", help="tuner (default dial, the shipped model)")
     add_tuner_option_argument(parser)
-    parser.add_argument("--repeat", type=int, default=5, metavar="K", help="timed ticks, median reported (default 5)")
+    parser.add_argument(
+        "--repeat", type=positive_int, default=5, metavar="K", help="timed ticks, median reported (default 5)"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
     """Measure and print."""
-    if not 1 <= args.oscs <= 100_000:
-        raise UserError(f"--oscs {args.oscs}: must be between 1 and 100000")
-    if args.repeat < 1:
-        raise UserError("--repeat must be at least 1")
     # SIGTERM (timeout, kill, systemd) unwinds like Ctrl-C, so the temporary tree in /dev/shm goes
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:

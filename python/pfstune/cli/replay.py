@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 from pathlib import Path
 
-from pfstune.cli._common import add_tuner_option_argument
+from pfstune.cli._common import add_tuner_option_argument, out_path
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
+from pfstune.outputs import replacing
 from pfstune.replay import DEFAULT_CONFIG, load_recording, replay
 from pfstune.tuners import TUNERS, make_tuner
 
@@ -31,15 +33,32 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument("--tuner", required=True, metavar="NAME", help=f"one of {', '.join(sorted(TUNERS))}")
     parser.add_argument("--model", metavar="MODELDIR", help="model directory (tuners with a model, e.g. dial)")
     add_tuner_option_argument(parser)
-    parser.add_argument("--out", type=Path, metavar="DECISIONS.parquet", help="write one decision per input row")
+    parser.add_argument(
+        "--out",
+        type=out_path,
+        metavar="DECISIONS.parquet",
+        help="write one decision per input row (not over a DATASET file; an earlier file is replaced once the new "
+        "one is written in full)",
+    )
     parser.add_argument("--json", action="store_true", help="print the scores as JSON")
     parser.set_defaults(func=main)
+
+
+def _same_file(out: Path, dataset: str) -> bool:
+    """Whether ``out`` names the file ``dataset`` (by another path or link too)."""
+    try:
+        return os.path.samefile(out, dataset)
+    except OSError:  # either is missing: replay reports a missing dataset itself
+        return False
 
 
 def main(args: argparse.Namespace) -> int:
     """Replay and print the scores."""
     options = dict(args.tuner_options)
     if args.model:
+        if args.tuner in TUNERS and "model" not in inspect.signature(TUNERS[args.tuner]).parameters:
+            with_model = [name for name, factory in TUNERS.items() if "model" in inspect.signature(factory).parameters]
+            raise UserError(f"--model: tuner {args.tuner} takes no model (tuners with one: {', '.join(with_model)})")
         options["model"] = args.model
     if args.tuner == "oracle" and not options:
         raise UserError(
@@ -53,6 +72,8 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--out {args.out}: {args.out.parent} is not a directory")
     if args.out is not None and not os.access(args.out.parent, os.W_OK):
         raise UserError(f"--out {args.out}: directory {args.out.parent} is not writable")
+    if args.out is not None and any(_same_file(args.out, path) for path in args.dataset):
+        raise UserError(f"--out {args.out}: is one of the DATASET files; the decisions would replace the recording")
     data = load_recording(args.dataset)
     with ProgressBar(len(data), "replaying", "rows", enabled=not args.json) as bar:
         done = 0
@@ -65,7 +86,8 @@ def main(args: argparse.Namespace) -> int:
         result = replay(data, tuner, progress=advance)
     if args.out is not None:
         try:
-            result.decisions.to_parquet(args.out, index=False)
+            with replacing(args.out) as partial:  # an earlier file stays whole if the write fails
+                result.decisions.to_parquet(partial, index=False)
         except OSError as err:
             raise UserError(f"--out {args.out}: cannot write the decisions: {err.strerror or err}") from None
     summary = {"tuner": args.tuner, **result.summary()}

@@ -29,7 +29,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         metavar="NAME",
         help=(
             f"tuner in the loop, one agent over every client (available: {', '.join(sorted(TUNERS))}; "
-            "default: default, which changes nothing); oracle sweeps the dial99 grid first (99 runs) and "
+            "default: default, which changes nothing); oracle sweeps the dial99 grid first (99 runs; fewer on a "
+            "cluster whose brw_size is below 4m, which refuses the larger max_pages_per_rpc) and "
             "reports the best static one. With a tuner the wall time counts the agent's ticks too"
         ),
     )

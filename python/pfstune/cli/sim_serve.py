@@ -84,12 +84,12 @@ def main(args: argparse.Namespace) -> int:
             f"--root {root}: this is a live system's root (its proc or sys is mounted); "
             "give sim serve a directory of its own, e.g. --root /tmp/pfsim-tree"
         )
+    engine = Engine(scenario)  # its set-up checks first: a refused scenario makes no directory
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         reason = "exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
         raise UserError(f"--root {root}: {reason}") from None
-    engine = Engine(scenario)
     tree = VirtualTree(engine, args.client, root, log=lambda line: print(line, file=sys.stderr, flush=True))
 
     def publish() -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from pfstune.cli._common import add_scenario_arguments, positive_int, scenario_overrides, tunable_name
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
-from pfstune.sim.scenario import read_scenario_text
-from pfstune.sim.sweep import GRIDS, grid_configs, sweep
+from pfstune.sim.scenario import parse_scenario, read_scenario_text
+from pfstune.sim.sweep import GRIDS, grid_configs, scenario_grid, sweep
 
 
 def _param(text: str) -> tuple[str, list[int]]:
@@ -31,13 +32,15 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         description=(
             "Run SCENARIO once per configuration, each applied to every matching device at t = 0 "
             "and kept for the whole run, and report the throughput of each. The configurations "
-            "are a named grid (dial99: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8) "
-            "or the product of the --param lists."
+            "are a named grid (dial99: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8; on a "
+            "cluster whose brw_size is below 4m, the max_pages_per_rpc values above brw_size / 4 KiB, which "
+            "Lustre refuses, are left out, and a note on stderr says so) or the product of the --param lists."
         ),
     )
     add_scenario_arguments(parser)
-    parser.add_argument("--grid", choices=sorted(GRIDS), help="a named grid of configurations")
-    parser.add_argument(
+    configs = parser.add_mutually_exclusive_group(required=True)  # argparse names the command in its error
+    configs.add_argument("--grid", choices=sorted(GRIDS), help="a named grid of configurations")
+    configs.add_argument(
         "--param",
         type=_param,
         action="append",
@@ -54,19 +57,19 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def main(args: argparse.Namespace) -> int:
     """Sweep the configurations and print one row per configuration."""
-    if args.grid and args.param:
-        raise UserError("give either --grid or --param, not both")
-    if not args.grid and not args.param:
-        raise UserError("nothing to sweep: give --grid dial99 or --param NAME=V1,V2,...")
     names = [name for name, _ in args.param]
     if len(set(names)) != len(names):
         raise UserError("each tunable may be given to --param once")
-    configs = grid_configs(GRIDS[args.grid] if args.grid else dict(args.param))
     text = read_scenario_text(args.scenario)
+    overrides = scenario_overrides(args)
+    if args.grid:
+        configs, note = scenario_grid(parse_scenario(text, args.scenario, overrides), args.grid)
+        if note:
+            print(f"pfstune: note: {note}", file=sys.stderr)
+    else:
+        configs = grid_configs(dict(args.param))
     with ProgressBar(len(configs), "sweeping", " runs", enabled=not args.json) as bar:
-        report = sweep(
-            text, args.scenario, scenario_overrides(args), configs, args.jobs, lambda done, _total: bar.update(done)
-        )
+        report = sweep(text, args.scenario, overrides, configs, args.jobs, lambda done, _total: bar.update(done))
     if args.json:
         print_json(report)
         return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pfstune.cli._common import positive_int
+from pfstune.cli._common import out_path, positive_int
 from pfstune.cli._output import format_table, print_json
 from pfstune.errors import UserError
+from pfstune.outputs import no_empty_directory
 
 #: Share of the series of each workload held out to measure AUC when no --holdout-iterations is given.
 DEFAULT_VALIDATION_FRACTION = 0.2
@@ -77,7 +78,14 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         ),
     )
     parser.add_argument("datasets", nargs="+", metavar="DATASET", help="Parquet file or directory of them")
-    parser.add_argument("--out", required=True, metavar="MODELDIR", help="directory to write the model into")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=out_path,
+        metavar="MODELDIR",
+        help="directory to write the model into; a model already there is replaced only once the new one is "
+        "written in full",
+    )
     parser.add_argument(
         "--holdout-iterations",
         type=iteration_list,
@@ -93,7 +101,13 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "the AUC, before the saved model is fit on everything (0: skip; default %(default)s)",
     )
     parser.add_argument("--seed", type=_seed, default=0, metavar="N", help=f"random seed, 0 to {_MAX_SEED} (default 0)")
-    parser.add_argument("--threads", type=positive_int, default=2, metavar="N", help="LightGBM threads (default 2)")
+    parser.add_argument(
+        "--threads",
+        type=_threads,
+        default=2,
+        metavar="N",
+        help=f"LightGBM threads, 1 to {MAX_THREADS} (4 per CPU of this machine; default 2)",
+    )
     parser.add_argument("--rounds", type=positive_int, metavar="N", help="boosting rounds per classifier")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.set_defaults(func=main)
@@ -108,6 +122,19 @@ def _counts(pairs: pd.DataFrame) -> dict[str, int]:
 
     ops = pairs["op"].astype(str)
     return {op: int((ops == op).sum()) for op in OPS}
+
+
+#: The most LightGBM threads: more than a few per CPU only adds switching, and tens of thousands
+#: make thread creation fail or crash the process.
+MAX_THREADS = 4 * (os.cpu_count() or 1)
+
+
+def _threads(text: str) -> int:
+    """argparse type for ``--threads``: 1 to :data:`MAX_THREADS`."""
+    value = positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{value} is more than {MAX_THREADS} (4 per CPU of this machine)")
+    return value
 
 
 #: LightGBM takes its seed as a C int.
@@ -164,28 +191,13 @@ def run_training(
             say(text)
 
     # Before the minutes of training, not after them: the model directory must be writable.
-    created = _missing_directories(Path(out))
-    try:
-        Path(out).mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        reason = "it exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
-        raise UserError(f"--out {out}: cannot create the model directory: {reason}") from None
-    try:
+    with no_empty_directory(Path(out)):
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            reason = "it exists and is not a directory" if isinstance(err, FileExistsError) else err.strerror or err
+            raise UserError(f"--out {out}: cannot create the model directory: {reason}") from None
         return _train(datasets, out, holdout_iterations, validation_fraction, seed, threads, rounds, note)
-    except BaseException:
-        for directory in created:  # a failed run leaves no empty model directory behind
-            with contextlib.suppress(OSError):
-                directory.rmdir()  # only if still empty
-        raise
-
-
-def _missing_directories(path: Path) -> list[Path]:
-    """``path`` and its ancestors that do not exist yet, deepest first."""
-    missing = []
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    return missing
 
 
 def _train(

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from pfstune.errors import UserError
-from pfstune.models._base import DIAL99, METADATA_FILE, Model, grid_candidates
+from pfstune.models._base import DIAL99, METADATA_FILE, Model, check_model_directory, grid_candidates
 from pfstune.models.gbdt import GBDTModel
 
 __all__ = ["DEFAULT_MODEL_DIR", "DIAL99", "MODELS", "GBDTModel", "Model", "grid_candidates", "load_model"]
@@ -32,10 +32,7 @@ def load_model(directory: str | Path = "default") -> Model:
     """
     path = DEFAULT_MODEL_DIR if isinstance(directory, str) and directory == "default" else Path(directory)
     meta_file = path / METADATA_FILE
-    if not path.is_dir():
-        raise UserError(f"{path}: no such model directory")
-    if not meta_file.is_file():
-        raise UserError(f"{path}: not a model directory (no {METADATA_FILE})")
+    check_model_directory(path)
     try:
         kind = json.loads(meta_file.read_text(encoding="utf-8")).get("kind")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as err:

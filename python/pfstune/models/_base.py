@@ -40,6 +40,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from pfstune.errors import UserError
+
 #: A configuration of one OSC: tunable name -> value.
 Config = Mapping[str, int]
 #: The metadata file every saved model directory has.
@@ -51,6 +53,15 @@ DIAL99: dict[str, list[int]] = {
     "max_pages_per_rpc": [2**i for i in range(11)],
     "max_rpcs_in_flight": [2**i for i in range(9)],
 }
+
+
+def check_model_directory(path: Path) -> None:
+    """UserError unless ``path`` is a directory holding :data:`METADATA_FILE` (the message says which)."""
+    if not path.is_dir():
+        what = "is a file, not a model directory" if path.exists() else "no such model directory"
+        raise UserError(f"{path}: {what}")
+    if not (path / METADATA_FILE).is_file():
+        raise UserError(f"{path}: not a model directory (no {METADATA_FILE})")
 
 
 def grid_candidates(grid: Mapping[str, Sequence[int]] | None = None) -> list[dict[str, int]]:

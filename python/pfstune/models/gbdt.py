@@ -22,6 +22,7 @@ pfstune does not compute or a candidate encoding it does not know give one-line 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import platform
@@ -38,8 +39,9 @@ import pfstune
 from pfstune.datasets import CANDIDATE_COLUMNS, EPSILON, OPS, file_sha256
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS
-from pfstune.models._base import CANDIDATE_PARAMS, DIAL99, METADATA_FILE, Config, Model
+from pfstune.models._base import CANDIDATE_PARAMS, DIAL99, METADATA_FILE, Config, Model, check_model_directory
 from pfstune.models.forest import CandidateForest
+from pfstune.outputs import replacing
 
 __all__ = ["CANDIDATE_FEATURES", "DEFAULT_PARAMS", "GBDTModel"]
 
@@ -221,12 +223,19 @@ class GBDTModel(Model):
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)
         digests = {}
-        for op, booster in self._boosters.items():
-            name = f"{op}.txt"
-            booster.save_model(path / name, num_iteration=-1)
-            digests[name] = file_sha256(path / name)
-        self._metadata["sha256"] = digests
-        (path / METADATA_FILE).write_text(json.dumps(self._metadata, indent=2) + "\n", encoding="utf-8")
+        # Every file goes to a temporary name and all are renamed once all are written, so a
+        # failed write (OSError: a full disk) leaves a model saved there before as it was; the
+        # metadata, entered first, is renamed last.  Python writes the text, not LightGBM's
+        # save_model, so that a short write is an OSError like any other.
+        with contextlib.ExitStack() as files:
+            metadata = files.enter_context(replacing(path / METADATA_FILE))
+            for op, booster in self._boosters.items():
+                name = f"{op}.txt"
+                partial = files.enter_context(replacing(path / name))
+                partial.write_text(booster.model_to_string(num_iteration=-1), encoding="utf-8")
+                digests[name] = file_sha256(partial)
+            self._metadata["sha256"] = digests
+            metadata.write_text(json.dumps(self._metadata, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, directory: str | Path) -> GBDTModel:
@@ -349,11 +358,8 @@ class GBDTModel(Model):
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:
-    if not path.is_dir():
-        raise UserError(f"{path}: no such model directory")
+    check_model_directory(path)
     file = path / METADATA_FILE
-    if not file.is_file():
-        raise UserError(f"{path}: not a model directory (no {METADATA_FILE})")
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:

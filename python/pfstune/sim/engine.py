@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
@@ -59,7 +60,8 @@ class Engine:
         """Start a simulation of ``scenario``.
 
         The core checks what only it can (tunable ranges, e.g. ``max_rpcs_in_flight: 0``); what
-        it refuses becomes a :class:`ScenarioError` naming the scenario file.
+        it refuses becomes a :class:`ScenarioError` naming the scenario file, or the command line
+        for a tunable an override gave (``--set``).
         """
         self.scenario = scenario
         self._names: dict[int, list[str]] = {}
@@ -67,6 +69,9 @@ class Engine:
         try:
             self._sim = Simulation(json.dumps(scenario.to_engine_config()))
         except ValueError as err:
+            refused = re.match(r"tunable ([\w.]+)=", str(err))
+            if refused and refused.group(1) in scenario.overridden_tunables:  # not the file's value
+                raise ScenarioError(f"{err} (given on the command line, not in {scenario.source})") from None
             raise ScenarioError(f"{scenario.source}: {err}") from None
 
     @property

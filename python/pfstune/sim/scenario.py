@@ -82,9 +82,10 @@ large for the machine's memory.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -302,6 +303,9 @@ class Scenario:
     cluster: dict[str, Any]
     tunables: dict[str, str]
     jobs: tuple[Job, ...]
+    #: Tunables whose value an override gave (``--set``, a sweep's ``--param``), not the file:
+    #: the engine's refusal of one names the command line instead.
+    overridden_tunables: frozenset[str] = frozenset()
 
     def to_engine_config(self) -> dict[str, Any]:
         """Return the resolved configuration the simulator core consumes (a JSON-ready dict).
@@ -346,7 +350,9 @@ def load_scenario(path: str | Path, overrides: Mapping[str, Any] | None = None) 
     ``overrides`` is a partial scenario document merged over the file before validation, as if
     the file said it: mappings (``cluster``, ``tunables``) merge key by key, other values
     replace.  The command line uses it for ``--seed``, ``--duration`` and ``--set``, e.g.
-    ``{"duration": "2s", "tunables": {"osc.max_pages_per_rpc": 64}}``.
+    ``{"duration": "2s", "tunables": {"osc.max_pages_per_rpc": 64}}``.  A ``duration`` shorter
+    than the file's cuts the run: the jobs that start at or after it are left out and the others
+    stop there (a job the file itself starts after its own end stays the file's error).
     """
     text = read_scenario_text(path)
     return parse_scenario(text, str(path), overrides)
@@ -366,9 +372,12 @@ def read_scenario_text(path: str | Path) -> str:
 def parse_scenario(text: str, source: str, overrides: Mapping[str, Any] | None = None) -> Scenario:
     """Validate scenario YAML ``text``; ``source`` names it in error messages (see :func:`load_scenario`)."""
     doc = _load_yaml(text, source)
+    own_duration = doc.get("duration") if overrides and "duration" in overrides else None
     if overrides:
         doc = _merge(doc, overrides)
-    return _Builder(source).scenario(doc)
+    scenario = _Builder(source, own_duration).scenario(doc)
+    overridden = (overrides or {}).get("tunables")
+    return replace(scenario, overridden_tunables=frozenset(overridden)) if isinstance(overridden, Mapping) else scenario
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -445,8 +454,10 @@ def _tunable_value(value: object) -> str:
 class _Builder:
     """Turns a parsed YAML document into a :class:`Scenario`, naming ``source`` in every error."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, own_duration: object = None) -> None:
+        """``own_duration``: the file's own ``duration`` where an override replaced it (``--duration``)."""
         self.source = source
+        self.own_duration = own_duration
 
     def error(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(f"{self.source}: {path}: {message}" if path else f"{self.source}: {message}")
@@ -493,13 +504,22 @@ class _Builder:
         if not isinstance(jobs_doc, list) or not jobs_doc:
             raise self.error("jobs", "expected a non-empty list of jobs")
         n_osts = cluster["oss"] * cluster["osts_per_oss"]
+        # The jobs are checked against the file's own end: a job the file starts after its end is
+        # the file's mistake; one that an override (--duration) ends before is cut below.
+        file_end_ns = duration_ns
+        if self.own_duration is not None:
+            with contextlib.suppress(UserError):  # else the override stands in for a bad duration
+                file_end_ns = positive(parse_duration)(self.own_duration)
         jobs = tuple(
-            self.job(job, f"jobs[{i}]", cluster["clients"], n_osts, duration_ns) for i, job in enumerate(jobs_doc)
+            self.job(job, f"jobs[{i}]", cluster["clients"], n_osts, duration_ns, file_end_ns)
+            for i, job in enumerate(jobs_doc)
         )
         names = [job.name for job in jobs]
         for i, job_name in enumerate(names):
             if job_name in names[:i]:
                 raise self.error(f"jobs[{i}].name", f"duplicate job name {job_name!r}")
+        if duration_ns < file_end_ns:
+            jobs = self.cut(jobs, duration_ns, doc["duration"])
         return Scenario(
             name=name,
             source=self.source,
@@ -511,6 +531,18 @@ class _Builder:
             tunables=tunables,
             jobs=jobs,
         )
+
+    def cut(self, jobs: tuple[Job, ...], end_ns: int, end: object) -> tuple[Job, ...]:
+        """``jobs`` of a run that an override ends at ``end_ns``: those that start at or after it are
+        dropped, and the others stop there at the latest."""
+        kept = tuple(replace(job, stop_ns=min(job.stop_ns, end_ns)) for job in jobs if job.start_ns < end_ns)
+        if not kept:
+            first = min(job.start_ns for job in jobs) / 1e9
+            raise ScenarioError(
+                f"--duration {end}: ends the run of {self.source} before any of its jobs starts "
+                f"(the first at {first:g}s)"
+            )
+        return kept
 
     def cluster(self, value: object) -> tuple[str, dict[str, Any]]:
         doc = self.mapping(value, "cluster")
@@ -552,7 +584,8 @@ class _Builder:
                 raise self.error("tunables", f"unknown tunable {key!r}{_suggest(key, TUNABLES)}")
         return {key: self.get(doc, key, "tunables", _tunable_value) for key in doc}
 
-    def job(self, value: object, path: str, n_clients: int, n_osts: int, duration_ns: int) -> Job:
+    def job(self, value: object, path: str, n_clients: int, n_osts: int, duration_ns: int, end_ns: int) -> Job:
+        """One job; ``stop`` defaults to ``duration_ns``, and ``start`` must be before ``end_ns`` (the file's end)."""
         doc = self.mapping(value, path)
         workload = self.get(doc, "workload", path, text)
         if workload not in WORKLOADS:
@@ -586,8 +619,8 @@ class _Builder:
         start = doc.get("start", "0s")
         if "stop" in doc and stop_ns <= start_ns:
             raise self.error(f"{path}.stop", f"stop ({doc['stop']}) must be after start ({start})")
-        if start_ns >= duration_ns:
-            end = f"{duration_ns / 1e9:g}s"
+        if start_ns >= end_ns:
+            end = f"{end_ns / 1e9:g}s"
             never = f"{start} is not before the scenario's end ({end}): the job would never run"
             raise self.error(f"{path}.start", never)
         fsync = self.get(doc, "fsync", path, boolean, False)

@@ -31,6 +31,12 @@ GRIDS: dict[str, dict[str, list[int]]] = {
     },
 }
 
+#: The tunable a cluster bounds: at most the OSTs' ``brw_size`` in pages of :data:`PAGE_SIZE`
+#: bytes (Lustre refuses more with ERANGE), so a grid is cut to what the scenario's cluster
+#: takes (:func:`scenario_grid`).
+_PAGES = "osc.max_pages_per_rpc"
+PAGE_SIZE = 4096
+
 #: Keys of :meth:`Engine.result` that a sweep reports for each configuration.
 RESULT_KEYS = ("mbps", "osc_mbps", "read_mbps", "write_mbps")
 
@@ -41,6 +47,26 @@ def grid_configs(params: Mapping[str, Sequence[int]]) -> list[Config]:
     """Every combination of the given parameter values, the first parameter varying slowest."""
     names = list(params)
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*params.values())]
+
+
+def scenario_grid(scenario: Scenario, grid: str = "dial99") -> tuple[list[Config], str | None]:
+    """The configurations of ``GRIDS[grid]`` that ``scenario``'s cluster accepts, and a note on what was left out.
+
+    A cluster whose ``brw_size`` is below 4 MiB refuses the grid's larger ``max_pages_per_rpc``
+    values, so they are left out (the note, None when none is, says which and why).
+    """
+    limit = scenario.cluster["brw_size_bytes"] // PAGE_SIZE
+    params = dict(GRIDS[grid])
+    if _PAGES in params and max(params[_PAGES]) > limit:
+        params[_PAGES] = [value for value in params[_PAGES] if value <= limit]
+        size = limit * PAGE_SIZE
+        shown = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+        note = (
+            f"{grid}: max_pages_per_rpc above {limit} left out: the cluster's brw_size is {shown} "
+            f"({limit} pages), the most an RPC may carry"
+        )
+        return grid_configs(params), note
+    return grid_configs(params), None
 
 
 def _with_config(overrides: Mapping[str, Any], config: Config) -> dict[str, Any]:
@@ -132,11 +158,13 @@ def best_static(
 ) -> tuple[Config, dict[str, Any], list[dict[str, Any]]]:
     """The oracle: the static configuration of ``grid`` under which ``scenario`` moves the most data.
 
+    The grid is cut to what the cluster accepts (:func:`scenario_grid`).
+
     Runs the scenario once per configuration (in ``jobs`` processes, default one per core) and
     returns the winner by application throughput (``mbps``; ties: the first in grid order), its
     full :meth:`Engine.result`, and the ``sim sweep`` rows of every configuration.
     """
-    configs = grid_configs(GRIDS[grid])
+    configs, _ = scenario_grid(scenario, grid)
     results = run_all([with_tunables(scenario, c) for c in configs], jobs or os.cpu_count() or 1, on_done)
     best = best_index(results)
     rows = [{"config": dict(c), **{key: r[key] for key in RESULT_KEYS}} for c, r in zip(configs, results, strict=True)]
