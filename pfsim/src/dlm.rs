@@ -309,7 +309,9 @@ impl Sim {
                 }
                 _ => false,
             };
-            let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0);
+            // osc_cache_writeback_range(hp) marks every extent of the range oe_fsync_wait, those
+            // already in RPCs too, and the cancel waits for them all (osc_cache_wait_range())
+            let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0 || oc.writeback.first_in(cb.lock.start, cb.lock.end).is_some());
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
                 if dirty {

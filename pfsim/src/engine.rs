@@ -251,6 +251,7 @@ impl Sim {
                     avail_grant: 2 * (c.brw_size_bytes + EXTENT_TAX),
                     cached_pages: 0,
                     objects: BTreeMap::new(),
+                    next_write_obj: 0,
                     read_queue: Default::default(),
                     cache_waiters: Vec::new(),
                     writeback_waiters: Vec::new(),
@@ -1004,7 +1005,6 @@ impl Sim {
     }
 
     fn admit(&mut self, osc_i: u32, obj: u64, first: u64, last: u64, file: u32, client: usize) -> Admit {
-        let ram = self.clients[client].ram_pages;
         let osc = &self.oscs[osc_i as usize];
         if osc.max_dirty_pages == 0 {
             return Admit::Sync;
@@ -1016,18 +1016,17 @@ impl Sim {
         let need_grant = new_pages * PAGE + new_ext * EXTENT_TAX;
         let cl = &self.clients[client];
         let over_dirty = osc.dirty_pages + new_pages > osc.max_dirty_pages
-            || cl.dirty_pages + new_pages > cl.global_max_dirty_pages.min(ram / 2);
-        let verdict = if osc.avail_grant < need_grant {
-            if osc.dirty_pages == 0 && osc.w_in_flight == 0 {
-                Admit::Sync
-            } else {
-                Admit::Wait
-            }
-        } else if over_dirty && new_pages > 0 {
-            Admit::Wait
-        } else {
+            || cl.dirty_pages + new_pages > cl.global_max_dirty_pages;
+        // osc_enter_cache(): a page that cannot enter, for want of grant or of dirty room (this
+        // OSC's or the node's), waits for this OSC's writes, and goes synchronously when it
+        // has none to wait for
+        let verdict = if osc.avail_grant >= need_grant && !(over_dirty && new_pages > 0) {
             self.merge_dirty(osc_i, obj, first, last, file, client, None, &near);
             Admit::Ok
+        } else if osc.dirty_pages == 0 && osc.w_in_flight == 0 {
+            Admit::Sync
+        } else {
+            Admit::Wait
         };
         self.near_buf = near;
         verdict
@@ -1589,17 +1588,19 @@ impl Sim {
     fn try_write_rpc(&mut self, osc_i: u32) -> bool {
         let osc = &self.oscs[osc_i as usize];
         let any_waiters = !osc.cache_waiters.is_empty();
-        // pick an object that makes an RPC (osc_makes_rpc): urgent or full extents, or anyone
-        // blocked on cache space
-        let obj = osc
-            .objects
-            .iter()
-            .find(|(_, oc)| !oc.hp.is_empty())
-            .or_else(|| osc.objects.iter().find(|(_, oc)| !oc.urgent.is_empty() || !oc.full.is_empty()))
-            .or_else(|| if any_waiters { osc.objects.iter().find(|(_, oc)| !oc.extents.is_empty()) } else { None })
-            .map(|(&o, _)| o);
+        // pick an object that makes an RPC (osc_next_obj): one under a lock being called back,
+        // then one with urgent or full extents, then, with anyone blocked on cache space, any
+        // with dirty pages; objects take turns, from the one after the last written
+        let turn = |ready: &dyn Fn(&ObjectCache) -> bool| {
+            let from = osc.next_write_obj;
+            osc.objects.range(from..).chain(osc.objects.range(..from)).find(|(_, oc)| ready(oc)).map(|(&o, _)| o)
+        };
+        let obj = turn(&|oc| !oc.hp.is_empty())
+            .or_else(|| turn(&|oc| !oc.urgent.is_empty() || !oc.full.is_empty()))
+            .or_else(|| if any_waiters { turn(&|oc| !oc.extents.is_empty()) } else { None });
         let Some(obj) = obj else { return false };
         let osc = &mut self.oscs[osc_i as usize];
+        osc.next_write_obj = obj.wrapping_add(1);
         let mppr = osc.mppr;
         let oc = osc.objects.get_mut(&obj).expect("object");
         let hp = !oc.hp.is_empty();

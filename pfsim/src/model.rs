@@ -225,6 +225,10 @@ pub struct Osc {
     pub avail_grant: u64,
     pub cached_pages: u64,
     pub objects: BTreeMap<u64, ObjectCache>,
+    /// Where the next search for an object to write starts: objects take turns, as on
+    /// Lustre's ready lists (`osc_next_obj()` takes the head, `osc_list_maint()` puts the
+    /// object back at the tail after its RPC).
+    pub next_write_obj: u64,
     pub read_queue: VecDeque<u32>,
     pub cache_waiters: Vec<u32>,
     /// Writers waiting for a page of theirs to leave write-back; they look again after each

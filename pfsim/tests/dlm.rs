@@ -91,9 +91,9 @@ fn read_ahead_stays_under_the_readers_own_locks() {
     // lock ends where the other's begins, and each rank then reads its own block back
     let block = 64 * MIB;
     let ior = Ior { processes: 2, transfer: MIB, block, segments: 1, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
-    let mut sim = Scenario::new().clients(2).duration_ns(SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB)).build();
-    // the first repetition: both ranks write, then read back (its read phase ends near 0.5 s)
-    sim.run_until(SEC / 2);
+    let mut sim = Scenario::new().clients(2).duration_ns(2 * SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB)).build();
+    // the first repetition: both ranks write, then read back, within the first second
+    sim.run_until(SEC);
     assert!(sim.totals().app_read_bytes >= 2 * block, "{:?}", sim.totals());
     // no read RPC of client 0 starts in rank 1's block (the offset histogram counts object pages)
     let ost = sim.files[0].osts[0] as usize;
@@ -121,4 +121,41 @@ fn read_ahead_crosses_stripes_under_whole_object_locks() {
     }
     assert!(largest >= 256, "largest read RPC {largest} pages: no read-ahead across the stripes");
     assert!(sim.totals().app_read_bytes > 64 * MIB, "{:?}", sim.totals());
+}
+
+/// A called-back lock is cancelled only once the write RPCs carrying its pages have replied:
+/// `osc_cache_writeback_range(hp)` marks every extent of the range `oe_fsync_wait`, those
+/// already in RPCs too, and `osc_cache_wait_range()` waits for them all before the cancel.
+#[test]
+fn a_lock_is_cancelled_only_after_the_write_rpcs_under_it() {
+    // IOR N-1 on two clients and one disk: the first rank's whole-object lock is called back
+    // when the second rank starts, while 4 MiB RPCs of its pages are in flight
+    let ior = Ior { processes: 2, transfer: 4 * MIB, block: 256 * MIB, segments: 1, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
+    let mut sim = Scenario::new()
+        .clients(2)
+        .osts(1, 1)
+        .disks(8_000_000)
+        .duration_ns(3 * SEC)
+        .job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB))
+        .build();
+    let mut before: Vec<pfsim::dlm::Lock> = Vec::new();
+    let mut cancels = 0;
+    let mut t = 0;
+    while t < 3 * SEC {
+        // steps shorter than a lock enqueue's round trip: a range seen unlocked has not been
+        // locked and written again since its cancel
+        t += 10_000;
+        sim.run_until(t);
+        let Some(f) = sim.files.first() else { continue };
+        // a lock that is called back stays in the list, marked `cancelling`, until it goes
+        let held = |l: &pfsim::dlm::Lock| f.locks[0].iter().any(|n| (n.client, n.start, n.end, n.write) == (l.client, l.start, l.end, l.write));
+        for gone in before.iter().filter(|l| !held(l)) {
+            let osc = &sim.oscs[sim.clients[gone.client as usize].oscs[f.osts[0] as usize] as usize];
+            let under = osc.objects.get(&f.obj_ids[0]).and_then(|oc| oc.writeback.first_in(gone.start, gone.end));
+            assert_eq!(under, None, "at {t} ns a lock of client {} was cancelled with page {under:?} still in a write RPC", gone.client);
+            cancels += 1;
+        }
+        before = f.locks[0].clone();
+    }
+    assert!(cancels > 0, "the ranks' locks never conflicted");
 }

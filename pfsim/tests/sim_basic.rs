@@ -421,3 +421,45 @@ fn strided_reads_are_read_ahead_by_their_stride_only() {
     let t = with.totals();
     assert_eq!((t.app_read_bytes, t.osc_read_bytes), (total, total));
 }
+
+/// Objects with full extents take turns for write RPCs (`osc_next_obj()` takes the head of the
+/// ready list, `osc_list_maint()` puts the object back at its tail): two sequential writers of
+/// two files on one OST both get their data out, neither file's pages pile up dirty.
+#[test]
+fn objects_of_one_osc_take_turns_for_write_rpcs() {
+    let mut sim = Scenario::new().osts(1, 1).duration_ns(6 * SEC).job(Job::new("filebench.seqwrite", MIB).threads(2).filesize(50 * GIB)).build();
+    sim.run_until(6 * SEC);
+    let sent: Vec<u64> = sim
+        .threads
+        .iter()
+        .map(|th| {
+            let f = th.files[0] as usize;
+            th.pos - sim.files[f].dirty_pages[0] * 4096
+        })
+        .collect();
+    let (least, most) = (*sent.iter().min().unwrap(), *sent.iter().max().unwrap());
+    assert!(least * 2 >= most, "bytes written back per file: {sent:?}");
+}
+
+/// A writer that cannot enter the cache for want of the node's dirty room goes synchronously
+/// when its own OSC has nothing to wait for (`osc_enter_cache()` stops waiting when the OSC has
+/// no dirty pages and no writes in flight), instead of waiting for replies that never come.
+#[test]
+fn a_writer_over_the_nodes_dirty_limit_on_an_idle_osc_goes_on() {
+    // the first job fills the node's dirty room on four OSTs; once the node's limit is down to
+    // 4 MiB, the second job (on a fifth OST) holds it, and the first job's OSCs have nothing to
+    // wait for
+    let mut sim = Scenario::new()
+        .client_ram(2 * GIB)
+        .tunable("osc.max_dirty_mb", "512")
+        .duration_ns(12 * SEC)
+        .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(40 * GIB).stripes(4, MIB))
+        .job(Job::new("filebench.seqwrite", MIB).filesize(4 * GIB).start_ns(3 * SEC))
+        .build();
+    sim.run_until(2 * SEC);
+    sim.set_param(0, "max_dirty_mb", "4").unwrap();
+    sim.run_until(6 * SEC);
+    let at_6s = sim.threads[0].pos;
+    sim.run_until(12 * SEC);
+    assert!(sim.threads[0].pos > at_6s, "the first writer stopped at {at_6s} bytes");
+}
