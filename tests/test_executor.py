@@ -67,6 +67,9 @@ def test_ctrl_c_twice_stops_a_sweep_at_once(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a shell's foreground job
+        # a shell starts background jobs with SIGINT ignored, and Python keeps an ignored SIGINT
+        # ignored: a test run from one (`.ci/run &`) must not pass that on to the "foreground job"
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(4)  # the pool is up and runs are in progress
     os.killpg(process.pid, signal.SIGINT)

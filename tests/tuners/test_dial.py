@@ -13,6 +13,7 @@ import pytest
 
 from pfstune.errors import UserError
 from pfstune.testing.tuners import BOUNDS, DEFAULT, SyntheticOsc, check_tuner
+from pfstune.tuners import make_tuner
 from pfstune.tuners._base import Config, Context
 from pfstune.tuners.dial import DIAL99, DialTuner, _client_of
 
@@ -343,6 +344,13 @@ def test_the_guard_state_survives_a_restart() -> None:
 def test_bad_options(options: dict[str, object]) -> None:
     with pytest.raises(UserError):
         DialTuner(predictor=_Table(lambda c: 0.5), **options)  # type: ignore[arg-type]
+
+
+def test_the_predictor_is_no_command_line_option() -> None:
+    """`predictor` takes an object, for code: as text it would leave DIAL without a model."""
+    with pytest.raises(UserError, match="unknown option 'predictor'") as err:
+        make_tuner("dial", {"predictor": "x"})
+    assert "predictor" not in str(err.value).split("options:")[1]
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,7 @@ files:
   {DEFAULT_CONFIG}   options (TOML; keys are the long option names with _,
                      e.g. state_dir = "/run/pfstune"); flags override it
   STATE_DIR/originals.json     original values, present while the agent has changed something
+  STATE_DIR/tuner.json         what the tuner learned (saved every 60 s and on exit)
   STATE_DIR/agent.lock         held while an agent runs
 
 signals:

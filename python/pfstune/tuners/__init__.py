@@ -52,7 +52,8 @@ def make_tuner(name: str, options: Mapping[str, str] | None = None) -> Tuner:
     if name not in TUNERS:
         raise UserError(f"unknown tuner {name!r}; known: {', '.join(sorted(TUNERS))}")
     factory = TUNERS[name]
-    parameters = inspect.signature(factory).parameters
+    # keyword-only parameters (a DIAL tuner's `predictor` object) are for code, not the command line
+    parameters = {key: p for key, p in inspect.signature(factory).parameters.items() if p.kind is not p.KEYWORD_ONLY}
     kwargs: dict[str, object] = {}
     for key, text in (options or {}).items():
         if key not in parameters:
