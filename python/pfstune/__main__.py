@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from pfstune.cli.main import main
+from pfstune.cli import run
 
-sys.exit(main())
+sys.exit(run())

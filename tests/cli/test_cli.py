@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import json
 import os
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pfstune import __version__
+from pfstune.cli import run
 from pfstune.cli.main import attach_negative_values, main
 from pfstune.sim.presets import PRESETS
 from tests.conftest import SMALL_SCENARIO
@@ -318,3 +320,26 @@ def test_a_closed_pipe_ends_quietly() -> None:
         os.close(write_end)
     assert done.returncode == 141
     assert "Traceback" not in done.stderr
+
+
+class _InterruptedImport(importlib.abc.MetaPathFinder):
+    """A Ctrl-C that arrives while ``pfstune.cli.main`` (and so every subcommand) is imported."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> None:
+        if name == "pfstune.cli.main":
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_the_command_starts_ends_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delitem(sys.modules, "pfstune.cli.main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport(), *sys.meta_path])
+    assert run() == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_the_entry_point_runs_the_command(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["pfstune", "sim", "presets"])
+    assert run() == 0
+    assert "cloudlab-c6525" in capsys.readouterr().out
