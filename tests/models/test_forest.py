@@ -90,8 +90,13 @@ def test_shipped_model_bit_for_bit(shipped: GBDTModel, op: str) -> None:
     assert np.array_equal(forest.raw_scores(rows[::-1], candidates, group[::-1]), expected_raw[::-1])
 
 
-def test_gbdt_predict_proba_uses_the_forest(shipped: GBDTModel) -> None:
+def test_gbdt_predict_proba_uses_the_forest(shipped: GBDTModel, monkeypatch: pytest.MonkeyPatch) -> None:
     """GBDTModel.predict_proba (forest) against the full LightGBM design, with mixed current configurations."""
+
+    def fallback(*_: object) -> None:
+        pytest.fail("predict_proba fell back to LightGBM's design instead of the forest")
+
+    monkeypatch.setattr(shipped, "_predict", fallback)
     rows = _shipped_rows(shipped, 50, seed=4)
     current = shipped._current_index
     rows[:, current[0]] = np.tile([1.0, 256.0, 1024.0, math.nan, 12.0], 10)
