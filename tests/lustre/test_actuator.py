@@ -848,6 +848,26 @@ def test_dry_run_needs_no_lock(root: Path, state_dir: Path) -> None:
     assert value(root, "max_rpcs_in_flight") == "8"
 
 
+def test_a_dry_run_beside_a_running_agent_does_not_call_its_changes_a_crash(
+    root: Path, state_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    with Actuator(root, state_dir) as live:
+        live.apply(OSC, {"max_rpcs_in_flight": 16})
+        saved = (state_dir / "originals.json").read_bytes()
+        with Actuator(root, state_dir, dry_run=True, echo=lambda line: None):
+            pass
+    assert f"an agent (pid {os.getpid()}) is running on this node" in caplog.text
+    assert "did not restore" not in caplog.text
+    # the same originals with no agent holding the lock: those of one that crashed
+    caplog.clear()
+    (state_dir / "originals.json").write_bytes(saved)
+    with Actuator(root, state_dir, dry_run=True, echo=lambda line: None):
+        pass
+    assert "a previous agent did not restore its changes" in caplog.text
+    assert "is running on this node" not in caplog.text
+
+
 # ---- one agent per node, and crashes --------------------------------------------------------------------
 
 

@@ -75,6 +75,7 @@ from pfstune.lustre.state import (
     load_originals,
     recover,
     restore_originals,
+    running_agent,
 )
 
 __all__ = [
@@ -250,11 +251,20 @@ class Actuator:
         if self.dry_run:
             with contextlib.suppress(UserError, OSError):
                 if load_originals(self.state_dir) is not None:
-                    self.log.warning(
-                        "%s exists: a previous agent did not restore its changes; a real run (not --dry-run) "
-                        "restores them at start",
-                        self.state_dir / "originals.json",
-                    )
+                    pid = running_agent(self.state_dir)
+                    if pid is not None:  # its own originals, which it restores when it stops
+                        self.log.info(
+                            "an agent%s is running on this node and has changed parameters (%s); "
+                            "this dry run reads them as they are now",
+                            f" (pid {pid})" if pid else "",
+                            self.state_dir / "originals.json",
+                        )
+                    else:
+                        self.log.warning(
+                            "%s exists: a previous agent did not restore its changes; a real run (not --dry-run) "
+                            "restores them at start",
+                            self.state_dir / "originals.json",
+                        )
             self._active = True
             return self
         try:

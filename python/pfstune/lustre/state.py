@@ -123,6 +123,25 @@ class AgentLock:
         os.close(fd)
 
 
+def running_agent(state_dir: Path) -> int | None:
+    """The pid of a live agent that holds ``state_dir``'s lock (0 if its pid is not written yet), or
+    None when none holds it.  Creates nothing: a dry run looks without taking the lock."""
+    path = state_dir / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return None
+        return holder_pid(path) or 0
+    finally:
+        os.close(fd)  # drops the shared lock, if it was taken
+    return None
+
+
 def holder_pid(path: Path) -> int | None:
     """The pid written in a lock file, or None if it is empty or unreadable."""
     try:
