@@ -363,15 +363,11 @@ impl Sim {
         let (n, sp) = (f.osts.len() as u64, f.stripe_size / PAGE);
         // read-ahead marks of the dropped pages (unless reads are in flight: their pages may
         // have been read ahead again) go with them; only to keep the marks small
+        let size = f.size;
         let cl = &mut self.clients[client];
         if let Some(marks) = cl.ra_marks.get_mut(&file) {
             if f.reading[client].is_empty() {
-                if n == 1 {
-                    marks.remove(start, end);
-                } else {
-                    let end = end.min(f.size.div_ceil(PAGE).div_ceil(n) + sp);
-                    remove_object_pages(marks, n, sp, stripe as u64, start, end);
-                }
+                remove_object_range(marks, size, n, sp, stripe as u64, start, end);
                 if marks.is_empty() {
                     cl.ra_marks.remove(&file);
                 }
@@ -380,15 +376,21 @@ impl Sim {
         if f.cache[client].is_empty() {
             return;
         }
-        let removed = if n == 1 {
-            self.files[file as usize].cache[client].remove(start, end)
-        } else {
-            let end = end.min(f.size.div_ceil(PAGE).div_ceil(n) + sp);
-            remove_object_pages(&mut self.files[file as usize].cache[client], n, sp, stripe as u64, start, end)
-        };
+        let removed = remove_object_range(&mut self.files[file as usize].cache[client], size, n, sp, stripe as u64, start, end);
         let cl = &mut self.clients[client];
         cl.cached_pages -= removed.min(cl.cached_pages);
     }
+}
+
+/// Remove from `set` (a client's pages of a file of `size` bytes striped over `n` objects in
+/// chunks of `sp` pages) the pages in pages [start, end] of object `stripe`, which may run past
+/// the object's end; returns how many were there.
+fn remove_object_range(set: &mut PageSet, size: u64, n: u64, sp: u64, stripe: u64, start: u64, end: u64) -> u64 {
+    if n == 1 {
+        return set.remove(start, end);
+    }
+    let end = end.min(size.div_ceil(PAGE).div_ceil(n) + sp);
+    remove_object_pages(set, n, sp, stripe, start, end)
 }
 
 /// Remove from `cache` (a client's pages of a file striped over `n` objects in chunks of `sp`

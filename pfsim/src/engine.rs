@@ -855,11 +855,7 @@ impl Sim {
             let entries: Vec<(u64, u64, u32)> =
                 self.clients[client].lru.iter().filter(|e| e.0 == file).map(|e| (e.1, e.2, e.3)).collect();
             for (s, e, o) in entries {
-                let removed = self.files[file as usize].cache[client].remove(s, e);
-                let cl = &mut self.clients[client];
-                cl.cached_pages -= removed.min(cl.cached_pages);
-                let osc = &mut self.oscs[o as usize];
-                osc.cached_pages -= removed.min(osc.cached_pages);
+                self.uncache(client, file, s, e, o);
             }
             self.clients[client].lru.retain(|e| e.0 != file);
         }
@@ -979,9 +975,7 @@ impl Sim {
             }
             self.insert_cached(client, op.file, page, run_end_file, osc_i);
             // the application's data replaces what read-ahead brought in
-            if let Some(marks) = self.clients[client].ra_marks.get_mut(&op.file) {
-                marks.remove(page, run_end_file);
-            }
+            self.clients[client].unmark_ra(op.file, page, run_end_file);
             cursor = (run_end_file + 1) * PAGE;
             cursor = cursor.min(end);
             self.check_rpcs(osc_i);
@@ -1244,10 +1238,16 @@ impl Sim {
         });
     }
 
-    /// Take pages [s, e] of `file` out of `client`'s page cache (one LRU entry, on OSC `o`).
+    /// Take pages [s, e] of `file` out of `client`'s page cache (one LRU entry, on OSC `o`), and
+    /// forget their read-ahead marks.
     fn drop_cached(&mut self, client: usize, file: u32, s: u64, e: u64, o: u32) {
-        let removed = self.files[file as usize].cache[client].remove(s, e);
+        self.uncache(client, file, s, e, o);
         self.forget_ra_marks(client, file, s, e);
+    }
+
+    /// The page-cache part of `drop_cached`: the pages and the client's and OSC's counts.
+    fn uncache(&mut self, client: usize, file: u32, s: u64, e: u64, o: u32) {
+        let removed = self.files[file as usize].cache[client].remove(s, e);
         let cl = &mut self.clients[client];
         cl.cached_pages -= removed.min(cl.cached_pages);
         let osc = &mut self.oscs[o as usize];
@@ -1257,16 +1257,14 @@ impl Sim {
     /// Forget the read-ahead marks of pages [s, e] of `file` on `client`, which left its page
     /// cache unread, but for pages of reads in flight (read ahead again since). Only to keep the
     /// marks small: a read counts no stale mark.
-    pub(crate) fn forget_ra_marks(&mut self, client: usize, file: u32, s: u64, e: u64) {
-        let cl = &mut self.clients[client];
-        let Some(marks) = cl.ra_marks.get_mut(&file) else { return };
+    fn forget_ra_marks(&mut self, client: usize, file: u32, s: u64, e: u64) {
+        if !self.clients[client].ra_marks.contains_key(&file) {
+            return;
+        }
         if !overlapping(&self.files[file as usize].reading[client], s, e).is_empty() {
             return;
         }
-        marks.remove(s, e);
-        if marks.is_empty() {
-            cl.ra_marks.remove(&file);
-        }
+        self.clients[client].unmark_ra(file, s, e);
     }
 
     fn start_read(&mut self, tid: u32, slot: usize) {
@@ -1356,18 +1354,12 @@ impl Sim {
         // reaches it; a miss for a page the read must fetch itself. Other cached pages are
         // uptodate and served by the fast read, which counts nothing.
         let miss_pages: u64 = sync_runs.iter().map(|(s, e)| e - s + 1).sum();
-        let mut hit_pages = 0;
         let cl = &mut self.clients[client];
-        if let Some(marks) = cl.ra_marks.get_mut(&(file as u32)) {
-            // marks of pages no longer there (evicted, dropped by a lock cancel) are stale
-            for &(s, e) in &sync_runs {
-                marks.remove(s, e);
-            }
-            hit_pages = marks.remove(p0, p1);
-            if marks.is_empty() {
-                cl.ra_marks.remove(&(file as u32));
-            }
+        // marks of pages no longer there (evicted, dropped by a lock cancel) are stale
+        for &(s, e) in &sync_runs {
+            cl.unmark_ra(file as u32, s, e);
         }
+        let hit_pages = cl.unmark_ra(file as u32, p0, p1);
         {
             let ra = &mut self.clients[client].ra_stats;
             if hit_pages > 0 {

@@ -491,6 +491,19 @@ pub struct Client {
     pub app_write_bytes: u64,
 }
 
+impl Client {
+    /// Take pages [s, e] of `file` off the read-ahead marks, dropping the file's entry once it
+    /// is empty; returns how many of them were marked.
+    pub fn unmark_ra(&mut self, file: u32, s: u64, e: u64) -> u64 {
+        let Some(marks) = self.ra_marks.get_mut(&file) else { return 0 };
+        let removed = marks.remove(s, e);
+        if marks.is_empty() {
+            self.ra_marks.remove(&file);
+        }
+        removed
+    }
+}
+
 /// A file: its layout and, per client, what of it is cached.
 #[derive(Debug)]
 pub struct File {
