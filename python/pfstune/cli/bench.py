@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import check_tuners, run_bench, summary
+from pfstune.bench.harness import run_bench, summary
 from pfstune.bench.report import write_report
 from pfstune.cli._common import duration_text, out_path, positive_int, seed_list
 from pfstune.cli._output import ProgressBar, format_table, print_json
@@ -136,7 +136,6 @@ def main(args: argparse.Namespace) -> int:
         if tuner not in args.tuners:
             raise UserError(f"--tuner-option {tuner}:{key}: {tuner} is not among --tuners")
         options.setdefault(tuner, {})[key] = value
-    check_tuners(args.tuners, options)  # before check_out makes the directory
     overrides: dict[str, Any] = {"duration": args.duration} if args.duration else {}
 
     def show(document: dict[str, Any], report: Path | None) -> None:
@@ -160,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
         if report is not None:
             print(f"\nreport: {report}")
 
-    with no_empty_directory(args.out):  # made before the scenarios are checked
+    with no_empty_directory(args.out):  # made before the scenarios and tuners are checked
         check_out(args.out)
         bench_and_report(
             args.out,

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pfstune.cli._common import out_path, positive_int
+from pfstune.cli._common import int_between, out_path, positive_int
 from pfstune.cli._output import format_table, print_json
 from pfstune.errors import UserError
 from pfstune.outputs import no_empty_directory
@@ -100,7 +100,13 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="without --holdout-iterations: share of the series of each workload held out by a first fit that measures "
         "the AUC, before the saved model is fit on everything (0: skip; default %(default)s)",
     )
-    parser.add_argument("--seed", type=_seed, default=0, metavar="N", help=f"random seed, 0 to {_MAX_SEED} (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=int_between(0, _MAX_SEED),
+        default=0,
+        metavar="N",
+        help=f"random seed, 0 to {_MAX_SEED} (default 0)",
+    )
     parser.add_argument(
         "--threads",
         type=_threads,
@@ -139,17 +145,6 @@ def _threads(text: str) -> int:
 
 #: LightGBM takes its seed as a C int.
 _MAX_SEED = 2**31 - 1
-
-
-def _seed(text: str) -> int:
-    """argparse type for ``--seed``: an integer LightGBM and numpy both accept."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 0 <= value <= _MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{value} is out of range (expected from 0 to {_MAX_SEED})")
-    return value
 
 
 def _validation_split(pairs: pd.DataFrame, fraction: float, seed: int) -> np.ndarray:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pfstune.executor import open_executor
 from pfstune.executor import run_all as run_each
+from pfstune.lustre.limits import PAGE_SIZE
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import Scenario, parse_scenario
 
@@ -35,7 +36,6 @@ GRIDS: dict[str, dict[str, list[int]]] = {
 #: bytes (Lustre refuses more with ERANGE), so a grid is cut to what the scenario's cluster
 #: takes (:func:`scenario_grid`).
 _PAGES = "osc.max_pages_per_rpc"
-PAGE_SIZE = 4096
 
 #: Keys of :meth:`Engine.result` that a sweep reports for each configuration.
 RESULT_KEYS = ("mbps", "osc_mbps", "read_mbps", "write_mbps")

@@ -17,12 +17,13 @@ from __future__ import annotations
 import logging
 
 from pfstune.errors import UserError
+from pfstune.lustre.limits import OSC_MAX_RIF_MAX, rule
 from pfstune.tuners._base import Config, Context, Tuner, clamp
 
 log = logging.getLogger("pfstune.tuners.oracle")
 
 #: The most each option may be: 64 MiB RPCs (Lustre's largest brw_size) and OSC_MAX_RIF_MAX.
-LIMITS = {"max_pages_per_rpc": 16384, "max_rpcs_in_flight": 256}
+LIMITS = {"max_pages_per_rpc": rule("osc", "max_pages_per_rpc").hi, "max_rpcs_in_flight": OSC_MAX_RIF_MAX}
 
 
 class OracleTuner(Tuner):
