@@ -41,9 +41,11 @@ pub struct Waiter {
     pub start: u64,
     pub end: u64,
     pub write: bool,
-    /// `File::lock_changes` of the stripe when this request was last found blocked only by
-    /// locks already called back (it stays so until those locks change).
-    pub idle_at: u64,
+    /// Something that may change this request's outcome happened since it was last looked at:
+    /// a conflicting lock was granted or cancelled, or an earlier conflicting request was
+    /// granted (`Sim::wake_waiters`). A request not `stale` is blocked as it was, by locks
+    /// already called back or by requests queued before it: looking again would do nothing.
+    pub stale: bool,
 }
 
 /// Parts of [start, end] outside every range of `covered`, into `out` (`tmp`: scratch).
@@ -169,7 +171,7 @@ impl Sim {
             };
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, idle_at: u64::MAX });
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, stale: true });
                 self.process_lock_queue();
                 return false;
             }
@@ -222,9 +224,7 @@ impl Sim {
         let mut i = 0;
         while i < self.lock_waiters.len() {
             let w = self.lock_waiters[i];
-            let changes = self.files[w.file as usize].lock_changes[w.stripe];
-            if w.idle_at == changes {
-                // blocked by the same locks as last time, all called back already
+            if !w.stale {
                 i += 1;
                 continue;
             }
@@ -246,22 +246,27 @@ impl Sim {
                 granted += 1;
                 continue;
             }
-            if !live {
-                // every conflicting lock is already being called back
-                if blocked {
-                    self.lock_waiters[i].idle_at = changes;
+            // blocked by locks called back (now or before) or by earlier requests: it stays so
+            // until one of those goes
+            self.lock_waiters[i].stale = false;
+            if live {
+                let blocking: Vec<Lock> = locks.iter().copied().filter(|l| !l.cancelling && conflicts(l, w.client, w.start, w.end, w.write)).collect();
+                for lock in blocking {
+                    self.call_back(w.file, w.stripe, lock);
+                    called_back += 1;
                 }
-                i += 1;
-                continue;
-            }
-            let blocking: Vec<Lock> = locks.iter().copied().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)).collect();
-            for lock in blocking.into_iter().filter(|l| !l.cancelling) {
-                self.call_back(w.file, w.stripe, lock);
-                called_back += 1;
             }
             i += 1;
         }
         (granted, called_back)
+    }
+
+    /// Mark the queued requests on the object that conflict with `lock` (of its client, extent
+    /// and mode: a lock granted or cancelled, or a request granted) to be looked at again.
+    fn wake_waiters(&mut self, file: u32, stripe: usize, lock: &Lock) {
+        for e in self.lock_waiters.iter_mut().filter(|e| e.file == file && e.stripe == stripe) {
+            e.stale |= conflicts(lock, e.client, e.start, e.end, e.write);
+        }
     }
 
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
@@ -270,7 +275,6 @@ impl Sim {
         let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
         l.cancelling = true;
         let cancelling = *l;
-        self.files[file as usize].lock_changes[stripe] += 1;
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
@@ -326,7 +330,7 @@ impl Sim {
             }
             self.callbacks.swap_remove(i);
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
-            self.files[cb.file as usize].lock_changes[cb.stripe] += 1;
+            self.wake_waiters(cb.file, cb.stripe, &cb.lock);
             // the LDLM_CANCEL RPC: `ldlm_cancel` and `req_waittime` at its reply
             self.send_other_rpc(osc_i, OtherRpc::Cancel, rtt);
             self.drop_cached_object_range(cb.lock.client as usize, cb.file, cb.stripe, cb.lock.start, cb.lock.end);
@@ -341,8 +345,11 @@ impl Sim {
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
         locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
-        locks.push(Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false });
-        self.files[w.file as usize].lock_changes[w.stripe] += 1;
+        let lock = Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false };
+        locks.push(lock);
+        // requests the new lock conflicts with must call it back; those queued behind this one
+        // for its extent may go now (the lock covers the request, so they conflict with it too)
+        self.wake_waiters(w.file, w.stripe, &lock);
         let c = &self.cfg.cluster;
         let rtt = 2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns;
         let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
@@ -460,7 +467,7 @@ mod tests {
     }
 
     fn request(client: u32, start: u64, end: u64) -> Waiter {
-        Waiter { tid: 0, client, file: 0, stripe: 0, start, end, write: true, idle_at: u64::MAX }
+        Waiter { tid: 0, client, file: 0, stripe: 0, start, end, write: true, stale: true }
     }
 
     fn lock(client: u32, start: u64, end: u64) -> Lock {

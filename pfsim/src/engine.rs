@@ -340,7 +340,6 @@ impl Sim {
             dirty_pages: vec![0; n],
             writes_in_flight: vec![0; n],
             locks: vec![Vec::new(); stripe_count as usize],
-            lock_changes: vec![0; stripe_count as usize],
             removed: false,
         });
         (self.files.len() - 1) as u32
@@ -2045,6 +2044,21 @@ impl Sim {
                 if let Some((s, e)) = oc.extents.iter().find(|(s, e)| oc.writeback.first_in(**s, e.end).is_some()) {
                     return Err(format!("{}: object {obj}: dirty extent [{s}, {}] overlaps pages under write-back", o.name, e.end));
                 }
+            }
+        }
+        // a queued lock request not marked stale is blocked, and only by what it cannot hurry:
+        // locks already called back, or conflicting requests queued before it
+        for (i, w) in self.lock_waiters.iter().enumerate().filter(|(_, w)| !w.stale) {
+            let conflicting = |l: &crate::dlm::Lock| l.client != w.client && l.start <= w.end && w.start <= l.end && (w.write || l.write);
+            let locks = &self.files[w.file as usize].locks[w.stripe];
+            if let Some(l) = locks.iter().find(|l| conflicting(l) && !l.cancelling) {
+                return Err(format!("lock request of thread {} left waiting beside a live conflicting lock {l:?}", w.tid));
+            }
+            let queued_behind = self.lock_waiters[..i].iter().any(|e| {
+                e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
+            });
+            if !queued_behind && !locks.iter().any(conflicting) {
+                return Err(format!("lock request of thread {} left waiting with nothing in its way", w.tid));
             }
         }
         // nothing of a removed file stays in a page cache; its dirty pages are those of its

@@ -521,9 +521,6 @@ pub struct File {
     pub writes_in_flight: Vec<u32>,
     /// Granted extent locks, per stripe object.
     pub locks: Vec<Vec<crate::dlm::Lock>>,
-    /// Per stripe object: how many times its locks have changed (granted, called back,
-    /// cancelled).
-    pub lock_changes: Vec<u64>,
     /// Unlinked (IOR between repetitions): nothing of it enters a page cache again.
     pub removed: bool,
 }
