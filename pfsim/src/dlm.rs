@@ -76,8 +76,17 @@ fn uncovered(
     }
 }
 
-fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
+pub(crate) fn conflicts(held: &Lock, client: u32, start: u64, end: u64, write: bool) -> bool {
     held.client != client && held.start <= end && start <= held.end && (write || held.write)
+}
+
+/// Whether an earlier request of another client in `waiters` conflicts with `waiters[i]` (the
+/// OST grants conflicting requests in the order they came).
+pub(crate) fn queued_behind(waiters: &[Waiter], i: usize) -> bool {
+    let w = &waiters[i];
+    waiters[..i].iter().any(|e| {
+        e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
+    })
 }
 
 /// The extent the OST grants for request `w` (pages of its object), as Lustre's
@@ -228,19 +237,14 @@ impl Sim {
                 i += 1;
                 continue;
             }
-            // an earlier conflicting request of another client goes first (the OST's queue)
-            let queued_before = || {
-                self.lock_waiters[..i].iter().any(|e| {
-                    e.file == w.file && e.stripe == w.stripe && e.client != w.client && e.start <= w.end && w.start <= e.end && (e.write || w.write)
-                })
-            };
             let locks = &self.files[w.file as usize].locks[w.stripe];
             let (mut blocked, mut live) = (false, false);
             for l in locks.iter().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)) {
                 blocked = true;
                 live |= !l.cancelling;
             }
-            if !blocked && !queued_before() {
+            // an earlier conflicting request of another client goes first (the OST's queue)
+            if !blocked && !queued_behind(&self.lock_waiters, i) {
                 self.lock_waiters.remove(i);
                 self.grant(w);
                 granted += 1;
