@@ -165,7 +165,8 @@ fn a_lock_is_cancelled_only_after_the_write_rpcs_under_it() {
 /// (`Waiter::stale`); `check_invariants` finds any request left waiting beside a live lock it
 /// should call back, or with nothing in its way (as when a cancel does not wake the requests
 /// behind the lock). Requests of two clients for the same pages, which a grant must wake, do
-/// not occur in the workloads pfsim has (IOR ranks write their own blocks).
+/// not occur in the workloads pfsim has (IOR ranks write their own blocks); the unit test
+/// `dlm::tests::a_grant_wakes_the_requests_queued_behind_it` sets that case up by hand.
 #[test]
 fn queued_lock_requests_are_looked_at_again_when_their_way_changes() {
     let ior = Ior { processes: 12, transfer: 64 << 10, block: 16 * MIB, segments: 4, file_per_process: false, random: true, fsync: false, reorder_tasks: false };
