@@ -2049,12 +2049,12 @@ impl Sim {
         // a queued lock request not marked stale is blocked, and only by what it cannot hurry:
         // locks already called back, or conflicting requests queued before it
         for (i, w) in self.lock_waiters.iter().enumerate().filter(|(_, w)| !w.stale) {
-            let conflicting = |l: &&crate::dlm::Lock| crate::dlm::conflicts(l, w.client, w.start, w.end, w.write);
+            let conflicting = |l: &crate::dlm::Lock| crate::dlm::conflicts(l, w.client, w.start, w.end, w.write);
             let locks = &self.files[w.file as usize].locks[w.stripe];
-            if let Some(l) = locks.iter().filter(conflicting).find(|l| !l.cancelling) {
+            if let Some(l) = locks.iter().find(|l| conflicting(l) && !l.cancelling) {
                 return Err(format!("lock request of thread {} left waiting beside a live conflicting lock {l:?}", w.tid));
             }
-            if !crate::dlm::queued_behind(&self.lock_waiters, i) && !locks.iter().any(|l| conflicting(&l)) {
+            if !crate::dlm::queued_behind(&self.lock_waiters, i) && !locks.iter().any(conflicting) {
                 return Err(format!("lock request of thread {} left waiting with nothing in its way", w.tid));
             }
         }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import os
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
 from pfstune.outputs import replacing
 from pfstune.replay import DEFAULT_CONFIG, load_recording, replay
-from pfstune.tuners import TUNERS, make_tuner
+from pfstune.tuners import TUNERS, make_tuner, tuner_options
 
 
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
     """Replay and print the scores."""
     options = dict(args.tuner_options)
     if args.model:
-        if args.tuner in TUNERS and "model" not in inspect.signature(TUNERS[args.tuner]).parameters:
-            with_model = [name for name, factory in TUNERS.items() if "model" in inspect.signature(factory).parameters]
+        if args.tuner in TUNERS and "model" not in tuner_options(args.tuner):
+            with_model = [name for name in TUNERS if "model" in tuner_options(name)]
             raise UserError(f"--model: tuner {args.tuner} takes no model (tuners with one: {', '.join(with_model)})")
         options["model"] = args.model
     if args.tuner == "oracle" and not options:

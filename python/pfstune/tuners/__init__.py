@@ -47,13 +47,19 @@ def _convert(tuner: str, key: str, text: str, annotation: object) -> object:
         raise UserError(f"tuner {tuner}: option {key}={text!r} is not a valid {kind.__name__}") from None
 
 
+def tuner_options(name: str) -> dict[str, inspect.Parameter]:
+    """The options tuner ``name`` (one of :data:`TUNERS`) takes from the command line, by name."""
+    # keyword-only parameters (a DIAL tuner's `predictor` object) are for code, not the command line
+    parameters = inspect.signature(TUNERS[name]).parameters.items()
+    return {key: p for key, p in parameters if p.kind is not p.KEYWORD_ONLY}
+
+
 def make_tuner(name: str, options: Mapping[str, str] | None = None) -> Tuner:
     """The tuner called ``name``, built with ``options`` (text values, converted by annotation)."""
     if name not in TUNERS:
         raise UserError(f"unknown tuner {name!r}; known: {', '.join(sorted(TUNERS))}")
     factory = TUNERS[name]
-    # keyword-only parameters (a DIAL tuner's `predictor` object) are for code, not the command line
-    parameters = {key: p for key, p in inspect.signature(factory).parameters.items() if p.kind is not p.KEYWORD_ONLY}
+    parameters = tuner_options(name)
     kwargs: dict[str, object] = {}
     for key, text in (options or {}).items():
         if key not in parameters:
