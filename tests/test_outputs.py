@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,29 @@ def test_a_failed_clean_up_does_not_hide_the_error(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="the real error"):
         _write(directory / "out.json", directory_gone)
+
+
+def test_the_data_is_on_disk_before_the_rename_and_the_rename_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without the first fsync a power cut can leave an empty file under the final name (XFS;
+    # ext4 only guards a rename over an existing file); without the second, the old entry.
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync " + os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src: object, dst: object) -> None:
+        events.append("rename")
+        real_replace(src, dst)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    with replacing(tmp_path / "out.json") as partial:
+        partial.write_text("new")
+    assert events == [f"fsync {partial.name}", "rename", f"fsync {tmp_path.name}"]
 
 
 def test_long_names_get_short_distinct_temporary_names(tmp_path: Path) -> None:

@@ -3,6 +3,9 @@
 A file is written under a temporary name in its own directory and renamed over its final
 name only once complete (:func:`replacing`), so a write that fails (a full disk, an interrupt)
 leaves the earlier file, if any, as it was, and never a truncated file under the final name.
+The temporary file is fsynced before the rename and the directory after it, so a power cut
+leaves either the old file or the new one, not an empty one (some file systems, XFS among
+them, may otherwise persist the rename before the data).
 Files named after a scenario take :func:`file_stem` of its name, and a command that fails leaves
 no empty output directory behind (:func:`no_empty_directory`).
 """
@@ -23,6 +26,8 @@ MAX_NAME_BYTES = 255
 #: Characters of the final name kept in the temporary one, which adds a prefix and a suffix:
 #: a final name close to :data:`MAX_NAME_BYTES` must still give a temporary name that fits.
 _KEPT = 64
+#: How the temporary names of :func:`replacing` end.
+PARTIAL_SUFFIX = ".partial"
 
 
 def file_stem(name: str) -> str:
@@ -68,14 +73,39 @@ def replacing(path: Path) -> Iterator[Path]:
     it was.  Several files entered in one :class:`contextlib.ExitStack` are replaced together:
     no rename happens before every file is written.
     """
-    name = path.name
-    if len(name) > _KEPT:  # shortened, with a digest of the whole name to keep it unique
-        name = f"{name[:_KEPT]}~{hashlib.sha256(name.encode()).hexdigest()[:12]}"
-    tmp = path.with_name(f".{name}.{os.getpid()}.partial")
+    tmp = partial_path(path)
     try:
         yield tmp
+        fsync_file(tmp)
         os.replace(tmp, path)
     finally:
         # an error here (a directory gone) must not hide the one that brought us here
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
+    fsync_directory(path.parent)
+
+
+def partial_path(path: Path) -> Path:
+    """The temporary name :func:`replacing` writes ``path`` under: ``.NAME.PID.partial`` beside it."""
+    name = path.name
+    if len(name) > _KEPT:  # shortened, with a digest of the whole name to keep it unique
+        name = f"{name[:_KEPT]}~{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    return path.with_name(f".{name}.{os.getpid()}{PARTIAL_SUFFIX}")
+
+
+def fsync_file(path: Path) -> None:
+    """Flush ``path``'s data to its disk (any descriptor of the file will do for fsync)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Flush ``directory``'s entries (a rename or an unlink in it) to its disk."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

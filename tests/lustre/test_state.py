@@ -179,7 +179,7 @@ def test_recover_restores_in_coupling_order_logs_each_and_removes_the_file(
             f"llite.{LLITE}.max_read_ahead_mb": (f"sys/fs/lustre/llite/{LLITE}/max_read_ahead_mb", "1024"),
         },
     )
-    (state_dir / ".originals.json.4242.tmp").write_text("{")  # a kill between write and rename
+    (state_dir / ".originals.json.4242.partial").write_text("{")  # a kill between write and rename
     writes: list[str] = []
 
     def write(path: Path, text: str) -> None:
@@ -193,7 +193,7 @@ def test_recover_restores_in_coupling_order_logs_each_and_removes_the_file(
     assert (root / sys_osc / "max_rpcs_in_flight").read_text() == "8"
     assert (root / sys_osc / "max_dirty_mb").read_text() == "2000"
     assert not (state_dir / "originals.json").exists()
-    assert not list(state_dir.glob(".*.tmp"))
+    assert not list(state_dir.glob(".*.partial"))
     assert "pid 999999" in caplog.text
     assert f"restored osc.{OSC}.max_rpcs_in_flight=8 (was 64)" in caplog.text
     assert recover(state_dir, read=lambda p: p.read_text(), write=write) == []

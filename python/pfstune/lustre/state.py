@@ -48,6 +48,7 @@ from pathlib import Path
 from pfstune.errors import UserError
 from pfstune.lustre.layout import PARAM_BASES, parse_llite_name, parse_osc_name, split_lctl_name
 from pfstune.lustre.limits import ALLOWED, write_order
+from pfstune.outputs import PARTIAL_SUFFIX, fsync_directory, replacing
 
 DEFAULT_STATE_DIR = Path("/run/pfstune")
 LOCK_FILE = "agent.lock"
@@ -172,33 +173,17 @@ class SavedState:
 def write_json_atomically(path: Path, data: object) -> None:
     """Replace ``path`` with ``data`` as JSON so that it is complete on disk whatever happens next.
 
-    Temporary file in the same directory, fsync, rename over ``path``, fsync of the directory
-    (without the last step a power cut may bring back the old directory entry).
+    :func:`pfstune.outputs.replacing`: a temporary file in the same directory, fsync, rename
+    over ``path``, fsync of the directory (without the last step a power cut may bring back the
+    old directory entry).
     """
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
+    with replacing(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         # a buffered file object raises on a short write (a full /run), where os.write would
         # return a count that is easy to ignore, and a truncated file would replace a good one
         with os.fdopen(fd, "wb") as out:
             out.write(text.encode())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def load_originals(state_dir: Path) -> SavedState | None:
@@ -287,7 +272,7 @@ class OriginalsFile:
         self._originals.clear()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
-            _fsync_dir(self.path.parent)
+            fsync_directory(self.path.parent)
 
     def _write(self) -> None:
         write_json_atomically(
@@ -411,7 +396,7 @@ def recover(state_dir: Path, *, read: ReadFn, write: WriteFn, logger: logging.Lo
     and an entry that fails now would fail at every start.  :class:`PermissionError` propagates
     and leaves the file for an agent that has the right to write.
     """
-    for stale in state_dir.glob(f".{ORIGINALS_FILE}.*.tmp"):
+    for stale in state_dir.glob(f".{ORIGINALS_FILE}.*{PARTIAL_SUFFIX}"):
         # A kill between writing the temporary file and the rename; the real file is intact.
         with contextlib.suppress(OSError):
             stale.unlink()
@@ -431,5 +416,5 @@ def recover(state_dir: Path, *, read: ReadFn, write: WriteFn, logger: logging.Lo
             len(failed), by_hand,
         )  # fmt: skip
     saved.path.unlink()
-    _fsync_dir(state_dir)
+    fsync_directory(state_dir)
     return done
