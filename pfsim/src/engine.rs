@@ -96,6 +96,10 @@ pub struct Sim {
     barriers: Vec<Vec<u32>>,
     /// Per job: when each of its barriers let its ranks go on (IOR's phase boundaries).
     barrier_ns: Vec<Vec<u64>>,
+    /// Per job (BDCATS-IO): datasets rank 0 has opened (`u64::MAX` once it is done), and the
+    /// other ranks waiting to open theirs, with the dataset each waits for.
+    h5_opened: Vec<u64>,
+    h5_waiting: Vec<Vec<(u32, u64)>>,
     /// Scratch for the extents around a write (`neighbours`), kept to spare an allocation per
     /// write system call.
     near_buf: Vec<(u64, Extent)>,
@@ -168,6 +172,8 @@ impl Sim {
             live_threads: vec![0; n_jobs],
             barriers: vec![Vec::new(); n_jobs],
             barrier_ns: vec![Vec::new(); n_jobs],
+            h5_opened: vec![0; n_jobs],
+            h5_waiting: vec![Vec::new(); n_jobs],
             near_buf: Vec::new(),
             other_rpcs: BinaryHeap::new(),
             rng: Rng::new(0),
@@ -583,6 +589,10 @@ impl Sim {
                 OpState::Think => {
                     if self.now >= self.threads[tid as usize].stop_ns {
                         self.retire(tid);
+                    } else if !op.between.is_empty() {
+                        // after the compute time, the steps before the op (a collective open)
+                        self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+                        self.run_between(tid);
                     } else {
                         // the system call begins now, after the compute time
                         let now = self.now;
@@ -626,9 +636,29 @@ impl Sim {
         th.op = None;
         th.done = true;
         let job = th.job as usize;
+        let rank0 = matches!(th.role, Role::H5 { rank: 0, write: false, .. });
         self.live_threads[job] -= 1;
         if !self.barriers[job].is_empty() && self.barriers[job].len() as u32 >= self.live_threads[job] {
             self.release_barrier(job, None);
+        }
+        if rank0 {
+            // the others open what is left without it (a rank 0 that stops with the run)
+            self.h5_rank0_opens(job, u64::MAX);
+        }
+    }
+
+    /// Rank 0 of BDCATS-IO job `job` has opened its first `opened` datasets: the ranks waiting
+    /// to open one of those go on.
+    fn h5_rank0_opens(&mut self, job: usize, opened: u64) {
+        self.h5_opened[job] = opened;
+        let waiting = std::mem::take(&mut self.h5_waiting[job]);
+        for (tid, dataset) in waiting {
+            if dataset < opened {
+                self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+                self.schedule(self.now, Ev::Thread(tid));
+            } else {
+                self.h5_waiting[job].push((tid, dataset));
+            }
         }
     }
 
@@ -687,12 +717,13 @@ impl Sim {
             reopen: req.reopen,
             between: req.between,
         });
-        if !req.between.is_empty() {
-            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
-            self.run_between(tid);
-        } else if req.start_at > now {
+        if req.start_at > now {
+            // compute time first (h5bench, DLIO); the steps before the op come after it
             self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Think;
             self.schedule(req.start_at, Ev::Thread(tid));
+        } else if !req.between.is_empty() {
+            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
+            self.run_between(tid);
         } else {
             self.issue_op(tid);
         }
@@ -701,6 +732,13 @@ impl Sim {
     /// The thread's new op goes to the file system: after an open if it reopens the file, once
     /// it holds its extent locks.
     fn issue_op(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        if let Role::H5 { rank: 0, .. } = th.role {
+            let job = th.job as usize;
+            if let Some(dataset) = workload::h5_read_opens(th.role, &self.cfg.jobs[job], th.prog.step - 1) {
+                self.h5_rank0_opens(job, dataset + 1);
+            }
+        }
         let th = &self.threads[tid as usize];
         let client = th.client as usize;
         let op = th.op.as_ref().expect("op");
@@ -733,10 +771,11 @@ impl Sim {
         done
     }
 
-    // ------------------------------------------------------------------ IOR between phases
+    // ------------------------------------------------ IOR between phases, h5bench's collective opens
 
-    /// Take the op's steps between phases (`Op::between`) until one waits; then issue the op on
-    /// the thread's file as it is now (a removal gives the next repetition a new file).
+    /// Take the op's steps (`Op::between`: IOR's between phases, BDCATS-IO's collective open)
+    /// until one waits; then issue the op on the thread's file as it is now (a removal gives the
+    /// next IOR repetition a new file).
     fn run_between(&mut self, tid: u32) {
         loop {
             let th = &mut self.threads[tid as usize];
@@ -758,6 +797,16 @@ impl Sim {
                 }
                 Step::Remove => {
                     if self.remove_file(tid) {
+                        return;
+                    }
+                }
+                Step::AfterRank0Opens => {
+                    let job = th.job as usize;
+                    let dataset = workload::h5_read_opens(th.role, &self.cfg.jobs[job], th.prog.step - 1)
+                        .expect("only BDCATS-IO opens wait for rank 0");
+                    if dataset >= self.h5_opened[job] {
+                        self.h5_waiting[job].push((tid, dataset));
+                        self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitBarrier;
                         return;
                     }
                 }
@@ -2066,6 +2115,15 @@ impl Sim {
             }
             if let Some(c) = (0..f.dirty_pages.len()).find(|&c| f.dirty_pages[c] > 0 && f.writes_in_flight[c] == 0) {
                 return Err(format!("removed file {i}: {} dirty pages on client {c}", f.dirty_pages[c]));
+            }
+        }
+        // a BDCATS-IO rank waits to open a dataset only while rank 0 has not opened it
+        for (job, waiting) in self.h5_waiting.iter().enumerate() {
+            for &(tid, dataset) in waiting {
+                let state = self.threads[tid as usize].op.as_ref().map(|op| op.state);
+                if dataset < self.h5_opened[job] || state != Some(OpState::WaitBarrier) {
+                    return Err(format!("thread {tid} waits ({state:?}) to open dataset {dataset}, which rank 0 has opened"));
+                }
             }
         }
         Ok(())

@@ -574,13 +574,16 @@ pub enum OpState {
     WaitRemove,
 }
 
-/// A step an IOR rank takes between two phases (see `workload::next_ior`).
+/// A step a rank takes before its op: IOR's between two phases (see `workload::next_ior`), and
+/// h5bench_read's collective dataset open (see `workload::next_h5`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     /// Wait for every rank of the job.
     Barrier,
     /// Remove the file, if this rank is the one that does.
     Remove,
+    /// Wait until rank 0 of the job has opened the dataset this op reads.
+    AfterRank0Opens,
 }
 
 #[derive(Clone, Debug)]

@@ -111,7 +111,8 @@ pub struct Request {
     pub reopen: bool,
     /// When the thread issues it: after its compute time (h5bench, DLIO), else at once.
     pub start_at: u64,
-    /// What the thread does first, in order: IOR's barriers and file removal between phases.
+    /// What the thread does next (after its compute time), in order: IOR's barriers and file
+    /// removal between phases, BDCATS-IO's wait for rank 0 to open the dataset.
     pub between: &'static [Step],
 }
 
@@ -121,6 +122,12 @@ pub struct Request {
 // opens it with `O_TRUNC`, which empties it as well), and it waits at a barrier again.
 const AFTER_WRITE: &[Step] = &[Step::Barrier];
 const AFTER_READ: &[Step] = &[Step::Barrier, Step::Remove, Step::Barrier];
+
+// h5bench_read opens each timestep's group and datasets with collective metadata reads
+// (`H5Pset_all_coll_metadata_ops` on its file, group and dataset access lists): rank 0 reads an
+// object header and broadcasts it, so no rank opens a dataset before rank 0 has. Rank 0 waits
+// for nobody; the others may fall behind it but not get ahead.
+const AFTER_RANK0_OPENS: &[Step] = &[Step::AfterRank0Opens];
 
 /// Roles of the threads of one job instance on one client (each role entry is one thread;
 /// threads sharing a file are listed with the same file group).
@@ -354,6 +361,7 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
             (dataset + rank * h5.particles * H5_ELEMENT, h5.particles * H5_ELEMENT)
         }
     };
+    let opens = !write && rank != 0 && b == 0;
     Some(Request {
         kind: if write { OpKind::Write } else { OpKind::Read },
         file_slot: 0,
@@ -362,8 +370,19 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
         fsync_after: false,
         reopen: prog.step == 1,
         start_at,
-        between: &[],
+        between: if opens { AFTER_RANK0_OPENS } else { &[] },
     })
+}
+
+/// The dataset (counted over all timesteps, in the order they are read) that a BDCATS-IO rank
+/// opens with its request number `step` (0-based), or None for a VPIC-IO rank and for a
+/// request that goes on in a dataset already open (the second and later blocks of a strided
+/// read).
+pub fn h5_read_opens(role: Role, job: &JobConfig, step: u64) -> Option<u64> {
+    let Role::H5 { write: false, .. } = role else { return None };
+    let h5 = job.h5bench.as_ref().expect("checked in config");
+    let (_, blocks) = h5_shape(h5, false);
+    step.is_multiple_of(blocks).then_some(step / blocks)
 }
 
 /// True for the DLIO formats read as whole files in order (records are shuffled in memory);
@@ -671,6 +690,29 @@ mod tests {
         let got: Vec<(u64, u64)> = reqs[..4].iter().map(|r| (r.offset, r.len)).collect();
         // blocks of 16 particles every 64 from the rank's offset (1000), then the next dataset
         assert_eq!(got, vec![(4000, 64), (4256, 64), (4512, 64), (8000 + 4000, 64)]);
+    }
+
+    #[test]
+    fn bdcats_ranks_wait_for_rank_0_to_open_each_dataset() {
+        // strided: three blocks per dataset, each its own request; only the first opens it
+        let j = job("h5bench.bdcats", Some(h5("contig", "strided")), None);
+        for rank in 0..2 {
+            let role = Role::H5 { rank, nproc: 2, write: false };
+            let mut prog = Progress::default();
+            let reqs: Vec<Request> = std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).collect();
+            for (i, r) in reqs.iter().enumerate() {
+                let opens = (i % 3 == 0).then_some(i as u64 / 3);
+                assert_eq!(h5_read_opens(role, &j, i as u64), opens, "rank {rank}, request {i}");
+                let waits = rank != 0 && opens.is_some();
+                assert_eq!(r.between, if waits { AFTER_RANK0_OPENS } else { &[] }, "rank {rank}, request {i}");
+            }
+        }
+        // VPIC-IO's ranks wait for nobody
+        let j = job("h5bench.vpic", Some(h5("contig", "full")), None);
+        let role = Role::H5 { rank: 1, nproc: 2, write: true };
+        let mut prog = Progress::default();
+        assert!(std::iter::from_fn(|| next_h5(role, &j, &mut prog, 0)).all(|r| r.between.is_empty()));
+        assert_eq!(h5_read_opens(role, &j, 0), None);
     }
 
     #[test]

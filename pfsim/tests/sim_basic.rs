@@ -463,3 +463,51 @@ fn a_writer_over_the_nodes_dirty_limit_on_an_idle_osc_goes_on() {
     sim.run_until(12 * SEC);
     assert!(sim.threads[0].pos > at_6s, "the first writer stopped at {at_6s} bytes");
 }
+
+/// h5bench_read opens every dataset with collective metadata reads: rank 0 reads the object
+/// header and broadcasts it, so no rank begins a dataset before rank 0 has begun it. Three ranks
+/// on two clients; client 0 (ranks 0 and 2) sends one 4 KiB RPC at a time, so rank 1 would run
+/// ahead of rank 0.
+#[test]
+fn no_bdcats_rank_opens_a_dataset_before_rank_0() {
+    use pfsim::model::OpState;
+    let particles: u64 = 1 << 20; // 4 MiB per rank and dataset
+    let h5 = serde_json::json!({
+        "processes": 3, "particles": particles, "timesteps": 2, "compute_ns": 50_000_000u64,
+        "file_pattern": "contig", "read_option": "full", "to_read": 0,
+        "stride": 0, "block": 0, "block_cnt": 0,
+    });
+    let json = Scenario::new().clients(2).duration_ns(20 * SEC).job(Job::h5bench("h5bench.bdcats", h5).clients(&[0, 1])).json();
+    let mut sim = Sim::new(Config::from_json(&json).unwrap()).unwrap();
+    for name in osc_names(&sim, 0) {
+        sim.set_param(0, &format!("osc.{name}.max_pages_per_rpc"), "1").unwrap();
+        sim.set_param(0, &format!("osc.{name}.max_rpcs_in_flight"), "1").unwrap();
+    }
+    let dataset_bytes = 3 * particles * 4;
+    // (rank, dataset in file order) -> when the rank's read of it began
+    let mut began: std::collections::BTreeMap<(u32, u64), u64> = Default::default();
+    let mut waited = 0;
+    let mut t = 0;
+    while t < 20 * SEC {
+        t += 100_000; // 0.1 ms: shorter than any read of 4 MiB
+        sim.run_until(t);
+        for th in &sim.threads {
+            let pfsim::workload::Role::H5 { rank, .. } = th.role else { continue };
+            let Some(op) = &th.op else { continue };
+            match op.state {
+                OpState::WaitBarrier => waited += 1,
+                OpState::Think | OpState::Between => {}
+                _ => {
+                    began.entry((rank, op.offset / dataset_bytes)).or_insert(op.started_ns);
+                }
+            }
+        }
+    }
+    sim.check_invariants().unwrap();
+    assert_eq!(began.len(), 3 * 2 * 8, "every rank read every dataset: {began:?}");
+    for (&(rank, dataset), &at) in &began {
+        let first = began[&(0, dataset)];
+        assert!(at >= first, "rank {rank} began dataset {dataset} at {at} ns, rank 0 at {first} ns");
+    }
+    assert!(waited > 0, "no rank ever waited for rank 0: the test does not exercise the rule");
+}
