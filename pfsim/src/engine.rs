@@ -100,6 +100,8 @@ pub struct Sim {
     /// other ranks waiting to open theirs, with the dataset each waits for.
     h5_opened: Vec<u64>,
     h5_waiting: Vec<Vec<(u32, u64)>>,
+    /// Per job (h5bench): per timestep, how many ranks have finished it, and when the last did.
+    h5_steps: Vec<Vec<(u32, u64)>>,
     /// Scratch for the extents around a write (`neighbours`), kept to spare an allocation per
     /// write system call.
     near_buf: Vec<(u64, Extent)>,
@@ -174,6 +176,7 @@ impl Sim {
             barrier_ns: vec![Vec::new(); n_jobs],
             h5_opened: vec![0; n_jobs],
             h5_waiting: vec![Vec::new(); n_jobs],
+            h5_steps: vec![Vec::new(); n_jobs],
             near_buf: Vec::new(),
             other_rpcs: BinaryHeap::new(),
             rng: Rng::new(0),
@@ -946,6 +949,21 @@ impl Sim {
                 client.app_write_bytes += op.len;
             }
         }
+        self.h5_request_done(tid);
+    }
+
+    /// An h5bench rank's request has ended: if it was the last of a timestep, count the rank
+    /// as done with that timestep.
+    fn h5_request_done(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        let job = th.job as usize;
+        let Some(t) = workload::h5_timestep_done(th.role, &self.cfg.jobs[job], th.prog.step) else { return };
+        let steps = &mut self.h5_steps[job];
+        if steps.len() <= t as usize {
+            steps.resize(t as usize + 1, (0, 0));
+        }
+        steps[t as usize].0 += 1;
+        steps[t as usize].1 = self.now;
     }
 
     // ------------------------------------------------------------------ buffered writes
@@ -2050,6 +2068,22 @@ impl Sim {
     /// repetition passes three: after the write phase, after the read phase, after the removal.
     pub fn barrier_times(&self) -> &[Vec<u64>] {
         &self.barrier_ns
+    }
+
+    /// Per job: for h5bench, the bytes its ranks move per timestep and the times at which all of
+    /// them had finished each timestep, in order, up to the first one some rank has not
+    /// finished; for other workloads `(0, [])`.
+    pub fn h5_timesteps(&self) -> Vec<(u64, Vec<u64>)> {
+        let jobs = self.cfg.jobs.iter().zip(&self.h5_steps);
+        jobs.map(|(job, steps)| match &job.h5bench {
+            Some(h5) => {
+                let ranks = h5.processes;
+                let done = steps.iter().take_while(|(n, _)| *n >= ranks).map(|(_, t)| *t).collect();
+                (workload::h5_timestep_bytes(job, job.workload == "h5bench.vpic"), done)
+            }
+            None => (0, Vec::new()),
+        })
+        .collect()
     }
 
     pub fn totals(&self) -> Totals {

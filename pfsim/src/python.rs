@@ -99,6 +99,12 @@ impl Simulation {
         self.sim.barrier_times().to_vec()
     }
 
+    /// Per job: (bytes per timestep, times (ns) at which all ranks had finished each timestep)
+    /// for h5bench jobs, `(0, [])` for the others.
+    fn h5_timesteps(&self) -> Vec<(u64, Vec<u64>)> {
+        self.sim.h5_timesteps()
+    }
+
     /// Check internal invariants (for tests); raises ValueError naming the first violation.
     fn check_invariants(&self) -> PyResult<()> {
         self.sim.check_invariants().map_err(PyValueError::new_err)

@@ -374,6 +374,32 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
     })
 }
 
+/// The timestep (0-based) an h5bench rank has just finished, if its request number
+/// `requests` (1-based: the count of requests made, the last of which just ended) was the last
+/// of one.
+pub fn h5_timestep_done(role: Role, job: &JobConfig, requests: u64) -> Option<u64> {
+    let Role::H5 { write, .. } = role else { return None };
+    let h5 = job.h5bench.as_ref().expect("checked in config");
+    let (datasets, blocks) = h5_shape(h5, write);
+    let per_step = datasets * blocks;
+    (requests > 0 && requests.is_multiple_of(per_step)).then(|| requests / per_step - 1)
+}
+
+/// Bytes an h5bench job's ranks write or read together per timestep: h5bench's
+/// `local_data_size` per timestep times the ranks.
+pub fn h5_timestep_bytes(job: &JobConfig, write: bool) -> u64 {
+    let h5 = job.h5bench.as_ref().expect("checked in config");
+    let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
+    let particles = if strided {
+        h5.block * h5.block_cnt.max(1)
+    } else if !write && h5.read_option == "partial" {
+        h5.to_read
+    } else {
+        h5.particles
+    };
+    particles * H5_PROPERTIES * H5_ELEMENT * h5.processes as u64
+}
+
 /// The dataset (counted over all timesteps, in the order they are read) that a BDCATS-IO rank
 /// opens with its request number `step` (0-based), or None for a VPIC-IO rank and for a
 /// request that goes on in a dataset already open (the second and later blocks of a strided

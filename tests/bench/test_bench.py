@@ -145,6 +145,26 @@ def test_ior_scenarios_report_ior_s_own_bandwidth(write_scenario: Callable[..., 
     assert f"| default | {scenario['results']['default']['ior']['write_mibps']:.1f} |" in report
 
 
+def test_h5bench_scenarios_report_h5bench_s_observed_rate(write_scenario: Callable[..., Path], tmp_path: Path) -> None:
+    vpic = write_scenario(
+        "name: h5\nseed: 1\nduration: 1s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: vpic, clients: [0], workload: h5bench.vpic, processes: 2, dim_1: 1m, timesteps: 50,"
+        " compute_time: 100ms}\n",
+        "h5.yaml",
+    )
+    document = run_bench([str(vpic)], ["default", "iopathtune"], [1, 2], jobs=1)
+    (scenario,) = document["scenarios"]
+    for tuner, entry in scenario["results"].items():
+        runs = [r["h5bench"]["vpic"] for r in document["runs"] if r["tuner"] == tuner]
+        assert entry["h5bench"]["timesteps"] == sum(r["timesteps"] for r in runs) > 0
+        rates = [r["observed_mibps"] for r in runs]
+        assert entry["h5bench"]["observed_mibps"] == pytest.approx(sum(rates) / len(rates))
+    write_report(document, tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "h5bench's observed rate" in report
+    assert f"| default | {scenario['results']['default']['h5bench']['observed_mibps']:.1f} |" in report
+
+
 def test_bench_on_a_dask_cluster(two_phases: Path) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:

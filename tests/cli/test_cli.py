@@ -210,6 +210,23 @@ def test_sim_run_table_shows_ior_s_phases(
     assert "IOR ranks read" in out
 
 
+def test_sim_run_table_shows_h5bench_s_observed_rate(
+    write_scenario: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(
+        "name: h5\nseed: 1\nduration: 1s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: vpic, clients: [0], workload: h5bench.vpic, processes: 2, dim_1: 1m, timesteps: 50,"
+        " compute_time: 100ms}\n",
+        "h5.yaml",
+    )
+    assert main(["sim", "run", str(path), "--json"]) == 0
+    h5 = json.loads(capsys.readouterr().out)["h5bench"]["vpic"]
+    assert h5["timesteps"] > 0
+    assert main(["sim", "run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(rf"h5bench vpic observed +{h5['observed_mibps']:.1f} MiB/s over {h5['timesteps']} timesteps", out)
+
+
 def test_sweep_param_gives_one_result_per_value(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = run_json(
         capsys, "sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16,256",

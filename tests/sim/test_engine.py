@@ -6,6 +6,7 @@ import errno
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,6 +154,40 @@ def test_ior_jobs_report_ior_s_own_bandwidth_of_each_finished_phase() -> None:
     totals = engine.totals()
     assert len(reads) * phase <= totals["app_read_bytes"] < (len(reads) + 1) * phase
     assert len(writes) * phase <= totals["app_write_bytes"] <= (len(writes) + 1) * phase
+
+
+def _vpic(compute: str, duration: str = "4s") -> dict[str, Any]:
+    text = (
+        f"name: v\nseed: 1\nduration: {duration}\ncluster: {{preset: cloudlab-c6525}}\njobs:\n"
+        f"  - {{name: vpic, clients: [0], workload: h5bench.vpic, processes: 2, dim_1: 1m, timesteps: 100,"
+        f" compute_time: {compute}, stripe_count: 1}}\n"
+    )
+    engine = Engine(parse_scenario(text, "<test>"))
+    engine.run()
+    return engine.result()
+
+
+def test_h5bench_jobs_report_h5bench_s_observed_rate() -> None:
+    step = 2 * 2**20 * 32  # bytes of a timestep: ranks x particles x 8 properties of 4 bytes
+    result = _vpic("250ms")
+    assert set(result) == RESULT_KEYS | {"h5bench"}
+    h5 = result["h5bench"]["vpic"]
+    steps, rate = h5["timesteps"], h5["observed_mibps"]
+    # whole timesteps: the finished ones moved their bytes, the next one not all of its own
+    written = result["write_mbps"] * 1e6 * 4.0
+    assert steps * step <= written < (steps + 1) * step
+    # the compute time between them is not counted: their I/O took what is left of the run
+    io_seconds = steps * step / 2**20 / rate
+    assert io_seconds + (steps - 1) * 0.25 <= 4.0
+    # without compute time the application's MB/s is the observed rate; with it, it falls,
+    # while h5bench's figure does not
+    alone = _vpic("0s")
+    assert alone["h5bench"]["vpic"]["observed_mibps"] * 2**20 == pytest.approx(alone["write_mbps"] * 1e6, rel=0.05)
+    assert result["write_mbps"] < 0.7 * alone["write_mbps"]
+    assert rate >= 0.8 * alone["h5bench"]["vpic"]["observed_mibps"]
+    # before every rank has finished a timestep there is no figure
+    early = _vpic("0s", duration="1ms")["h5bench"]["vpic"]
+    assert early == {"timesteps": 0, "observed_mibps": None}
 
 
 @pytest.mark.parametrize(

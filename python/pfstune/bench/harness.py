@@ -286,6 +286,8 @@ def _aggregate(
             }
             if any("ior" in r for r in per_seed):
                 entry["ior"] = _ior_means(per_seed)
+            if any("h5bench" in r for r in per_seed):
+                entry["h5bench"] = _h5bench_means(per_seed)
             entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
             entry["decide_first_ms"] = statistics.fmean(r.get("decide_first_ms", 0.0) for r in per_seed)
             entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
@@ -324,6 +326,17 @@ def _ior_means(runs: Sequence[Mapping[str, Any]]) -> dict[str, float | int | Non
         out[f"{kind}_mibps"] = statistics.fmean(phases) if phases else None
         out[f"{kind}_phases"] = len(phases)
     return out
+
+
+def _h5bench_means(runs: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """h5bench's observed rate over every h5bench job and seed that finished a timestep: mean
+    MiB/s, and the timesteps finished over all of them."""
+    jobs = [job for r in runs for job in r.get("h5bench", {}).values()]
+    rates = [job["observed_mibps"] for job in jobs if job["observed_mibps"] is not None]
+    return {
+        "observed_mibps": statistics.fmean(rates) if rates else None,
+        "timesteps": sum(job["timesteps"] for job in jobs),
+    }
 
 
 def mean_ratio(

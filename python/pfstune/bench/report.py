@@ -130,6 +130,7 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path], out: Path |
             )
         lines.append("")
         lines += _ior_table(scenario["results"])
+        lines += _h5bench_table(scenario["results"])
         for kind, caption in (("throughput", "OSC throughput over time"), ("config", "configuration over time")):
             name = f"{file_stem(scenario['name'])}-{kind}.png"
             if name in plots:
@@ -187,6 +188,23 @@ def _ior_table(results: Mapping[str, Any]) -> list[str]:
             f"| {tuner} | {_num(ior['write_mibps'])} | {ior['write_phases']} "
             f"| {_num(ior['read_mibps'])} | {ior['read_phases']} |"
         )
+    return [*lines, ""]
+
+
+def _h5bench_table(results: Mapping[str, Any]) -> list[str]:
+    """h5bench's own figure per tuner, where the scenario runs h5bench (none otherwise)."""
+    rows = [(tuner, r["h5bench"]) for tuner, r in results.items() if "h5bench" in r]
+    if not rows:
+        return []
+    lines = [
+        "h5bench's observed rate (MiB/s, as h5bench prints it: the bytes of the finished timesteps "
+        "over their time less the compute time between them), mean over the seeds:",
+        "",
+        "| tuner | observed MiB/s | timesteps |",
+        "| --- | ---: | ---: |",
+    ]
+    for tuner, h5 in rows:
+        lines.append(f"| {tuner} | {_num(h5['observed_mibps'])} | {h5['timesteps']} |")
     return [*lines, ""]
 
 

@@ -19,7 +19,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         description=(
             "Simulate SCENARIO to its end and print the application and OSC throughput "
             "(MB = 10^6 bytes per simulated second), the events processed and the wall time; for IOR "
-            "jobs also IOR's own bandwidth of each finished phase (MiB/s)."
+            "jobs also IOR's own bandwidth of each finished phase (MiB/s), for h5bench jobs h5bench's "
+            "observed rate over the finished timesteps (MiB/s, compute time between timesteps left out)."
         ),
     )
     add_scenario_arguments(parser)
@@ -67,6 +68,10 @@ def main(args: argparse.Namespace) -> int:
             phases = figures[f"{kind}_mibps"]
             shown = ", ".join(f"{bw:.0f}" for bw in phases) + " MiB/s" if phases else "none finished"
             rows.append([f"IOR {job} {kind}", shown])
+    for job, h5 in result.get("h5bench", {}).items():  # h5bench's observed rate
+        rate = h5["observed_mibps"]
+        shown = f"{rate:.1f} MiB/s over {h5['timesteps']} timesteps" if rate is not None else "no timestep finished"
+        rows.append([f"h5bench {job} observed", shown])
     if "oracle_config" in result:
         rows.append(["oracle sweep", f"{result['sweep_runs']} runs in {result['sweep_wall_seconds']:.1f} s"])
         rows.append(

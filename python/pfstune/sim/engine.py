@@ -173,6 +173,30 @@ class Engine:
             figures[job.name] = {"write_mibps": writes, "read_mibps": reads}
         return figures
 
+    def h5bench_rate(self) -> dict[str, dict[str, Any]]:
+        """h5bench's own figure for each h5bench job: its "observed rate" over the finished timesteps.
+
+        h5bench_write and h5bench_read print the data size over the run's time less the
+        emulated compute time between timesteps: ``size / (t_end - t_start - (nts - 1) x
+        compute_time)``.  Here ``nts`` is the number of timesteps every rank finished within the
+        run, ``t_end`` when the last rank finished the last of them, ``t_start`` the job's start;
+        MiB = 2^20 bytes (h5bench prints MB of 2^20 bytes, GB of 2^30 in its newer releases).
+        ``observed_mibps`` is None before every rank has finished a timestep.  Ranks that
+        compute while others still read make the figure exceed what the OSTs deliver, as it
+        does in h5bench.
+        """
+        figures: dict[str, dict[str, Any]] = {}
+        for job, (step_bytes, done) in zip(self.scenario.jobs, self._sim.h5_timesteps(), strict=True):
+            if job.h5bench is None:
+                continue
+            steps = len(done)
+            rate = None
+            if steps:
+                busy_ns = int(done[-1]) - job.start_ns - (steps - 1) * job.h5bench.compute_ns
+                rate = _mib_per_second(steps * int(step_bytes) / 2**20, 0, busy_ns)
+            figures[job.name] = {"timesteps": steps, "observed_mibps": rate}
+        return figures
+
     def result(self) -> dict[str, Any]:
         """The run summary printed by ``pfstune sim run --json`` (MB = 10^6 bytes).
 
@@ -180,7 +204,7 @@ class Engine:
         the bytes carried by OSC RPCs; ``wall_seconds`` is the wall time spent simulating (the
         engine's loop, which is what a run without a tuner takes), ``speedup`` simulated seconds
         per wall second.  A scenario with ``ior`` jobs adds ``ior``: :meth:`ior_bandwidth`, by job
-        name.
+        name; one with h5bench jobs adds ``h5bench``: :meth:`h5bench_rate`, by job name.
         """
         totals = self.totals()
         sim_seconds = totals["sim_ns"] / 1e9
@@ -201,6 +225,7 @@ class Engine:
             "events_per_second": totals["events"] / wall_seconds if wall_seconds else 0.0,
             "speedup": sim_seconds / wall_seconds if wall_seconds else 0.0,
             **({"ior": ior} if (ior := self.ior_bandwidth()) else {}),
+            **({"h5bench": h5} if (h5 := self.h5bench_rate()) else {}),
         }
 
 
