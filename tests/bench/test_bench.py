@@ -165,6 +165,18 @@ def test_h5bench_scenarios_report_h5bench_s_observed_rate(write_scenario: Callab
     assert f"| default | {scenario['results']['default']['h5bench']['observed_mibps']:.1f} |" in report
 
 
+def test_h5bench_means_leave_out_runs_that_finished_no_timestep() -> None:
+    from pfstune.bench.harness import _h5bench_means
+
+    runs = [
+        {"h5bench": {"vpic": {"timesteps": 3, "observed_mibps": 300.0}}},
+        {"h5bench": {"vpic": {"timesteps": 0, "observed_mibps": None}}},
+        {"h5bench": {"vpic": {"timesteps": 1, "observed_mibps": 100.0}}},
+    ]
+    assert _h5bench_means(runs) == {"observed_mibps": 200.0, "timesteps": 4}
+    assert _h5bench_means(runs[1:2]) == {"observed_mibps": None, "timesteps": 0}
+
+
 def test_bench_on_a_dask_cluster(two_phases: Path) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
