@@ -129,8 +129,7 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path], out: Path |
                 f"| {_num(r['vs_oracle'], 3)} | {_num(r['vs_default'], 3)} | {converge} | {_num(r['decide_ms'], 2)} |"
             )
         lines.append("")
-        lines += _ior_table(scenario["results"])
-        lines += _h5bench_table(scenario["results"])
+        lines += _tool_tables(scenario["results"])
         for kind, caption in (("throughput", "OSC throughput over time"), ("config", "configuration over time")):
             name = f"{file_stem(scenario['name'])}-{kind}.png"
             if name in plots:
@@ -171,41 +170,47 @@ def _most_tuned_osc(runs: Mapping[str, Mapping[str, Any]]) -> str | None:
     return max(changes, key=lambda osc: changes[osc])  # dict order: the first run's busiest first
 
 
-def _ior_table(results: Mapping[str, Any]) -> list[str]:
-    """IOR's own figures per tuner, where the scenario runs IOR (none otherwise)."""
-    rows = [(tuner, r["ior"]) for tuner, r in results.items() if "ior" in r]
-    if not rows:
-        return []
-    lines = [
+#: A column of a tool's own table: its header, and its cell from the tool's figures of one tuner.
+_Column = tuple[str, Callable[[Mapping[str, Any]], str]]
+
+#: The benchmark tools' own figures, one table each where a scenario runs the tool: the key of
+#: the tuner's result that holds them, what the table says, and its columns.
+_TOOL_TABLES: tuple[tuple[str, str, tuple[_Column, ...]], ...] = (
+    (
+        "ior",
         "IOR's own bandwidth (MiB/s, as IOR prints it: a phase's bytes over the time until every rank "
         "finished it), mean over the phases that finished in the run:",
-        "",
-        "| tuner | write MiB/s | write phases | read MiB/s | read phases |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    for tuner, ior in rows:
-        lines.append(
-            f"| {tuner} | {_num(ior['write_mibps'])} | {ior['write_phases']} "
-            f"| {_num(ior['read_mibps'])} | {ior['read_phases']} |"
-        )
-    return [*lines, ""]
-
-
-def _h5bench_table(results: Mapping[str, Any]) -> list[str]:
-    """h5bench's own figure per tuner, where the scenario runs h5bench (none otherwise)."""
-    rows = [(tuner, r["h5bench"]) for tuner, r in results.items() if "h5bench" in r]
-    if not rows:
-        return []
-    lines = [
+        (
+            ("write MiB/s", lambda f: _num(f["write_mibps"])),
+            ("write phases", lambda f: str(f["write_phases"])),
+            ("read MiB/s", lambda f: _num(f["read_mibps"])),
+            ("read phases", lambda f: str(f["read_phases"])),
+        ),
+    ),
+    (
+        "h5bench",
         "h5bench's observed rate (MiB/s, as h5bench prints it: the bytes of the finished timesteps "
         "over their time less the compute time between them), mean over the seeds:",
-        "",
-        "| tuner | observed MiB/s | timesteps |",
-        "| --- | ---: | ---: |",
-    ]
-    for tuner, h5 in rows:
-        lines.append(f"| {tuner} | {_num(h5['observed_mibps'])} | {h5['timesteps']} |")
-    return [*lines, ""]
+        (
+            ("observed MiB/s", lambda f: _num(f["observed_mibps"])),
+            ("timesteps", lambda f: str(f["timesteps"])),
+        ),
+    ),
+)
+
+
+def _tool_tables(results: Mapping[str, Any]) -> list[str]:
+    """The tools' own figures per tuner (IOR's, h5bench's), for the tools the scenario runs."""
+    lines: list[str] = []
+    for key, intro, columns in _TOOL_TABLES:
+        rows = [(tuner, r[key]) for tuner, r in results.items() if key in r]
+        if not rows:
+            continue
+        lines += [intro, "", "| tuner | " + " | ".join(header for header, _ in columns) + " |"]
+        lines.append("| --- |" + " ---: |" * len(columns))
+        lines += [f"| {tuner} | " + " | ".join(cell(f) for _, cell in columns) + " |" for tuner, f in rows]
+        lines.append("")
+    return lines
 
 
 def _plots(document: Mapping[str, Any], out: Path, temporary: Callable[[Path], Path]) -> list[Path]:
