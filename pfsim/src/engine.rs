@@ -2070,6 +2070,19 @@ impl Sim {
         &self.barrier_ns
     }
 
+    /// Per job: the training steps each DLIO loader thread has ended by now (empty for other
+    /// workloads).
+    pub fn dlio_steps(&self) -> Vec<Vec<u64>> {
+        let mut out = vec![Vec::new(); self.cfg.jobs.len()];
+        for th in &self.threads {
+            if let Role::Dlio { .. } = th.role {
+                let job = &self.cfg.jobs[th.job as usize];
+                out[th.job as usize].push(workload::dlio_steps_done(job, &th.prog, self.now));
+            }
+        }
+        out
+    }
+
     /// Per job: for h5bench, the bytes its ranks move per timestep and the times at which all of
     /// them had finished each timestep, in order, up to the first one some rank has not
     /// finished; for other workloads `(0, [])`.

@@ -99,6 +99,11 @@ impl Simulation {
         self.sim.barrier_times().to_vec()
     }
 
+    /// Per job: the training steps each DLIO loader thread has ended (empty for other jobs).
+    fn dlio_steps(&self) -> Vec<Vec<u64>> {
+        self.sim.dlio_steps()
+    }
+
     /// Per job: (bytes per timestep, times (ns) at which all ranks had finished each timestep)
     /// for h5bench jobs, `(0, [])` for the others.
     fn h5_timesteps(&self) -> Vec<(u64, Vec<u64>)> {

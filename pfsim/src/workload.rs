@@ -46,6 +46,8 @@ pub struct Progress {
     pub batch_bytes: u64,
     /// DLIO: when the training step of the last complete batch ends.
     pub compute_end: u64,
+    /// DLIO: training steps scheduled so far (one per complete batch of this loader).
+    pub steps_scheduled: u64,
     /// DLIO: start times of the training steps of batches read but not yet consumed (the
     /// loader's prefetch queue).
     pub queue: StepQueue,
@@ -411,6 +413,18 @@ pub fn h5_read_opens(role: Role, job: &JobConfig, step: u64) -> Option<u64> {
     step.is_multiple_of(blocks).then_some(step / blocks)
 }
 
+/// Training steps of a DLIO loader that have ended by `now`: its steps run back to back and the
+/// last of them ends at `compute_end`, so those still running or waiting are the ones that end
+/// after `now`.
+pub fn dlio_steps_done(job: &JobConfig, prog: &Progress, now: u64) -> u64 {
+    let computation = job.dlio.as_ref().expect("checked in config").computation_ns;
+    let unfinished = match prog.compute_end.checked_sub(now) {
+        Some(left) if left > 0 => left.div_ceil(computation.max(1)),
+        _ => 0,
+    };
+    prog.steps_scheduled.saturating_sub(unfinished)
+}
+
 /// True for the DLIO formats read as whole files in order (records are shuffled in memory);
 /// the others are read sample by sample at shuffled offsets.
 pub fn dlio_sequential(format: &str) -> bool {
@@ -468,6 +482,7 @@ pub fn next_dlio(role: Role, job: &JobConfig, prog: &mut Progress, now: u64, see
         prog.batch_bytes -= batches * batch;
         let first = prog.compute_end.max(now);
         prog.compute_end = first.saturating_add(batches.saturating_mul(dl.computation_ns));
+        prog.steps_scheduled += batches;
         prog.queue.push(first, batches);
     }
     prog.queue.pop_started(now, dl.computation_ns);
@@ -824,6 +839,30 @@ mod tests {
         samples.sort_unstable();
         samples.dedup();
         assert_eq!(samples.len(), 7, "13 half-sample reads cover 7 distinct samples");
+    }
+
+    #[test]
+    fn dlio_steps_end_one_after_another() {
+        // the same loader as above: batch 1 (reads 0-3) trains from 40 to 1040, batch 2 (reads
+        // 4-7, ready at 80) from 1040 to 2040, batch 3 (ready at 120) from 2040 to 3040
+        let j = job("dlio", None, Some(dlio("indexed_binary", 1_000)));
+        let role = Role::Dlio { worker: 0, workers: 1 };
+        let mut prog = Progress::default();
+        let mut now = 0;
+        for _ in 0..13 {
+            now = next_dlio(role, &j, &mut prog, now, 7).unwrap().start_at + 10;
+        }
+        assert_eq!((prog.steps_scheduled, prog.compute_end), (3, 3_040));
+        let done = |t| dlio_steps_done(&j, &prog, t);
+        assert_eq!([done(39), done(1_039), done(1_040), done(2_500), done(3_040), done(9_999)], [0, 0, 1, 2, 3, 3]);
+        // without compute time a step ends as its batch is read
+        let j = job("dlio", None, Some(dlio("indexed_binary", 0)));
+        let mut prog = Progress::default();
+        for t in 0..13 {
+            next_dlio(role, &j, &mut prog, t * 10, 7).unwrap();
+        }
+        assert_eq!(dlio_steps_done(&j, &prog, 120), prog.steps_scheduled);
+        assert_eq!(prog.steps_scheduled, 3);
     }
 
     #[test]

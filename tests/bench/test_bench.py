@@ -177,6 +177,34 @@ def test_h5bench_means_leave_out_runs_that_finished_no_timestep() -> None:
     assert _h5bench_means(runs[1:2]) == {"observed_mibps": None, "timesteps": 0}
 
 
+def test_dlio_means_and_report_table(tmp_path: Path, write_scenario: Callable[..., Path]) -> None:
+    from pfstune.bench.harness import _dlio_means
+
+    runs = [
+        {"dlio": {"d": {"samples_per_second": 100.0, "io_mibps": 6.0, "au_percent": 90.0}}},
+        {"dlio": {"d": {"samples_per_second": None, "io_mibps": None, "au_percent": None}}},
+        {"dlio": {"d": {"samples_per_second": 200.0, "io_mibps": 12.0, "au_percent": 70.0}}},
+    ]
+    assert _dlio_means(runs) == {"samples_per_second": 150.0, "io_mibps": 9.0, "au_percent": 80.0}
+    assert _dlio_means(runs[1:2]) == {"samples_per_second": None, "io_mibps": None, "au_percent": None}
+    path = write_scenario(
+        "name: d\nseed: 1\nduration: 1s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: loaders, clients: [0], workload: dlio, format: indexed_binary, files: 2,"
+        " samples_per_file: 64, sample_size: 64k, batch_size: 4, computation_time: 50ms}\n",
+        "d.yaml",
+    )
+    document = run_bench([str(path)], ["default"], [1], jobs=1)
+    (scenario,) = document["scenarios"]
+    figures = scenario["results"]["default"]["dlio"]
+    (run,) = document["runs"]
+    assert figures == pytest.approx(run["dlio"]["loaders"])
+    write_report(document, tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "DLIO's own figures" in report
+    cells = [f"{figures[key]:.1f}" for key in ("samples_per_second", "io_mibps", "au_percent")]
+    assert f"| default | {' | '.join(cells)} |" in report
+
+
 def test_bench_on_a_dask_cluster(two_phases: Path) -> None:
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:

@@ -227,6 +227,27 @@ def test_sim_run_table_shows_h5bench_s_observed_rate(
     assert re.search(rf"h5bench vpic observed +{h5['observed_mibps']:.1f} MiB/s over {h5['timesteps']} timesteps", out)
 
 
+def test_sim_run_table_shows_dlio_s_training_figures(
+    write_scenario: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_scenario(
+        "name: d\nseed: 1\nduration: 1s\ncluster: {preset: cloudlab-c6525, clients: 1}\njobs:\n"
+        "  - {name: loaders, clients: [0], workload: dlio, format: indexed_binary, files: 2,"
+        " samples_per_file: 64, sample_size: 64k, batch_size: 4, computation_time: 50ms}\n",
+        "d.yaml",
+    )
+    assert main(["sim", "run", str(path), "--json"]) == 0
+    dlio = json.loads(capsys.readouterr().out)["dlio"]["loaders"]
+    assert dlio["samples_per_second"] > 0
+    assert main(["sim", "run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(
+        rf"DLIO loaders training +{dlio['samples_per_second']:.1f} samples/s, {dlio['io_mibps']:.1f} MiB/s, "
+        rf"AU {dlio['au_percent']:.1f}%",
+        out,
+    )
+
+
 def test_sweep_param_gives_one_result_per_value(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = run_json(
         capsys, "sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16,256",

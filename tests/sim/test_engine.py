@@ -190,6 +190,32 @@ def test_h5bench_jobs_report_h5bench_s_observed_rate() -> None:
     assert early == {"timesteps": 0, "observed_mibps": None}
 
 
+def _dlio(computation: str) -> dict[str, Any]:
+    text = (
+        "name: d\nseed: 1\nduration: 3s\ncluster: {preset: cloudlab-c6525, clients: 2}\njobs:\n"
+        "  - {name: loaders, clients: [0, 1], workload: dlio, format: indexed_binary, files: 4,"
+        " samples_per_file: 1024, sample_size: 64k, batch_size: 8, read_threads: 2,"
+        f" computation_time: {computation}}}\n"
+    )
+    engine = Engine(parse_scenario(text, "<test>"))
+    engine.run()
+    return engine.result()
+
+
+def test_dlio_jobs_report_dlio_s_throughput_and_accelerator_utilisation() -> None:
+    # training-bound: two ranks, a step of 8 samples every 100 ms each
+    slow = _dlio("100ms")
+    assert set(slow) == RESULT_KEYS | {"dlio"}
+    dlio = slow["dlio"]["loaders"]
+    assert 0.9 * 160 <= dlio["samples_per_second"] <= 160  # at most 2 x 8 / 0.1 s
+    assert 90 <= dlio["au_percent"] <= 100
+    assert dlio["io_mibps"] == pytest.approx(dlio["samples_per_second"] * 65536 / 2**20)
+    # without training time the accelerator idles and the samples come as fast as they are read
+    fast = _dlio("0s")["dlio"]["loaders"]
+    assert fast["au_percent"] == 0
+    assert fast["io_mibps"] * 2**20 == pytest.approx(_dlio("0s")["read_mbps"] * 1e6, rel=0.05)
+
+
 @pytest.mark.parametrize(
     "path",
     sorted((Path(__file__).parents[2] / ".." / "shared" / "scenarios").glob("*.yaml"))

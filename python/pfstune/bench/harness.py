@@ -288,6 +288,8 @@ def _aggregate(
                 entry["ior"] = _ior_means(per_seed)
             if any("h5bench" in r for r in per_seed):
                 entry["h5bench"] = _h5bench_means(per_seed)
+            if any("dlio" in r for r in per_seed):
+                entry["dlio"] = _dlio_means(per_seed)
             entry["decide_ms"] = statistics.fmean(r["decide_ms"] for r in per_seed)
             entry["decide_first_ms"] = statistics.fmean(r.get("decide_first_ms", 0.0) for r in per_seed)
             entry["decisions"] = statistics.fmean(r["decisions"] for r in per_seed)
@@ -337,6 +339,13 @@ def _h5bench_means(runs: Sequence[Mapping[str, Any]]) -> dict[str, float | int |
         "observed_mibps": statistics.fmean(rates) if rates else None,
         "timesteps": sum(job["timesteps"] for job in jobs),
     }
+
+
+def _dlio_means(runs: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """DLIO's figures over every DLIO job and seed that had started: the mean of each."""
+    jobs = [job for r in runs for job in r.get("dlio", {}).values() if job["samples_per_second"] is not None]
+    keys = ("samples_per_second", "io_mibps", "au_percent")
+    return {key: statistics.fmean(job[key] for job in jobs) if jobs else None for key in keys}
 
 
 def mean_ratio(

@@ -196,11 +196,21 @@ _TOOL_TABLES: tuple[tuple[str, str, tuple[_Column, ...]], ...] = (
             ("timesteps", lambda f: str(f["timesteps"])),
         ),
     ),
+    (
+        "dlio",
+        "DLIO's own figures (as dlio_benchmark reports them: samples of the training steps that "
+        "ended per second, their MiB/s, and the accelerator utilisation), mean over the seeds:",
+        (
+            ("samples/s", lambda f: _num(f["samples_per_second"])),
+            ("MiB/s", lambda f: _num(f["io_mibps"])),
+            ("AU %", lambda f: _num(f["au_percent"])),
+        ),
+    ),
 )
 
 
 def _tool_tables(results: Mapping[str, Any]) -> list[str]:
-    """The tools' own figures per tuner (IOR's, h5bench's), for the tools the scenario runs."""
+    """The tools' own figures per tuner (IOR's, h5bench's, DLIO's), for the tools the scenario runs."""
     lines: list[str] = []
     for key, intro, columns in _TOOL_TABLES:
         rows = [(tuner, r[key]) for tuner, r in results.items() if key in r]

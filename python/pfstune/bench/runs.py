@@ -14,7 +14,9 @@ local processes and Dask workers can both call it).  The agent drives the sim ba
 - ``ior`` (scenarios with IOR jobs): IOR's own bandwidth of each finished phase
   (:meth:`pfstune.sim.engine.Engine.ior_bandwidth`);
 - ``h5bench`` (scenarios with h5bench jobs): h5bench's own observed rate over the finished
-  timesteps (:meth:`pfstune.sim.engine.Engine.h5bench_rate`).
+  timesteps (:meth:`pfstune.sim.engine.Engine.h5bench_rate`);
+- ``dlio`` (scenarios with DLIO jobs): DLIO's training throughput and accelerator utilisation
+  (:meth:`pfstune.sim.engine.Engine.dlio_rate`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def tuned_run(
         **{key: result[key] for key in ("mbps", "read_mbps", "write_mbps", "osc_mbps", "decisions")},
         **({"ior": result["ior"]} if "ior" in result else {}),
         **({"h5bench": result["h5bench"]} if "h5bench" in result else {}),
+        **({"dlio": result["dlio"]} if "dlio" in result else {}),
         "decide_ms": 1e3 * statistics.fmean(decide[1:] or decide) if decide else 0.0,
         "decide_first_ms": 1e3 * decide[0] if decide else 0.0,
         "series": {"time": times, "osc_mbps": totals},

@@ -20,7 +20,8 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             "Simulate SCENARIO to its end and print the application and OSC throughput "
             "(MB = 10^6 bytes per simulated second), the events processed and the wall time; for IOR "
             "jobs also IOR's own bandwidth of each finished phase (MiB/s), for h5bench jobs h5bench's "
-            "observed rate over the finished timesteps (MiB/s, compute time between timesteps left out)."
+            "observed rate over the finished timesteps (MiB/s, compute time between timesteps left out), "
+            "for DLIO jobs DLIO's training throughput (samples/s, MiB/s) and accelerator utilisation."
         ),
     )
     add_scenario_arguments(parser)
@@ -72,6 +73,15 @@ def main(args: argparse.Namespace) -> int:
         rate = h5["observed_mibps"]
         shown = f"{rate:.1f} MiB/s over {h5['timesteps']} timesteps" if rate is not None else "no timestep finished"
         rows.append([f"h5bench {job} observed", shown])
+    for job, dlio in result.get("dlio", {}).items():  # DLIO's training throughput and AU
+        if dlio["samples_per_second"] is None:
+            shown = "not started"
+        else:
+            shown = (
+                f"{dlio['samples_per_second']:.1f} samples/s, {dlio['io_mibps']:.1f} MiB/s, "
+                f"AU {dlio['au_percent']:.1f}%"
+            )
+        rows.append([f"DLIO {job} training", shown])
     if "oracle_config" in result:
         rows.append(["oracle sweep", f"{result['sweep_runs']} runs in {result['sweep_wall_seconds']:.1f} s"])
         rows.append(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict
@@ -197,6 +198,35 @@ class Engine:
             figures[job.name] = {"timesteps": steps, "observed_mibps": rate}
         return figures
 
+    def dlio_rate(self) -> dict[str, dict[str, Any]]:
+        """DLIO's own figures for each ``dlio`` job, as dlio_benchmark reports them.
+
+        ``samples_per_second`` (its ``train_throughput_samples_per_second``): the samples of the
+        training steps that ended, over the job's time so far (from its start to the run's end or
+        its stop); ``io_mibps`` (``train_io_mean_MB_per_second``): those samples' bytes, MiB =
+        2^20 bytes; ``au_percent`` (``train_au_percentage``): the share of that time the ranks
+        spent in training steps.  Each of a rank's ``read_threads`` loaders assembles its share
+        of every batch and runs its share's step, so the rank's steps are its loaders' mean.
+        None before the job starts.
+        """
+        figures: dict[str, dict[str, Any]] = {}
+        for job, done in zip(self.scenario.jobs, self._sim.dlio_steps(), strict=True):
+            if job.dlio is None:
+                continue
+            elapsed_ns = min(self.now_ns, job.stop_ns) - job.start_ns
+            if elapsed_ns <= 0 or not done:
+                figures[job.name] = {"samples_per_second": None, "io_mibps": None, "au_percent": None}
+                continue
+            dlio = job.dlio
+            samples = sum(done) * dlio.batch_size / dlio.read_threads
+            per_second = samples / (elapsed_ns / 1e9)
+            figures[job.name] = {
+                "samples_per_second": per_second,
+                "io_mibps": per_second * dlio.sample_size / 2**20,
+                "au_percent": 100.0 * statistics.fmean(done) * dlio.computation_ns / elapsed_ns,
+            }
+        return figures
+
     def result(self) -> dict[str, Any]:
         """The run summary printed by ``pfstune sim run --json`` (MB = 10^6 bytes).
 
@@ -204,7 +234,8 @@ class Engine:
         the bytes carried by OSC RPCs; ``wall_seconds`` is the wall time spent simulating (the
         engine's loop, which is what a run without a tuner takes), ``speedup`` simulated seconds
         per wall second.  A scenario with ``ior`` jobs adds ``ior``: :meth:`ior_bandwidth`, by job
-        name; one with h5bench jobs adds ``h5bench``: :meth:`h5bench_rate`, by job name.
+        name; one with h5bench jobs adds ``h5bench``: :meth:`h5bench_rate`, and one with dlio
+        jobs ``dlio``: :meth:`dlio_rate`, by job name.
         """
         totals = self.totals()
         sim_seconds = totals["sim_ns"] / 1e9
@@ -226,6 +257,7 @@ class Engine:
             "speedup": sim_seconds / wall_seconds if wall_seconds else 0.0,
             **({"ior": ior} if (ior := self.ior_bandwidth()) else {}),
             **({"h5bench": h5} if (h5 := self.h5bench_rate()) else {}),
+            **({"dlio": dlio} if (dlio := self.dlio_rate()) else {}),
         }
 
 
