@@ -956,6 +956,9 @@ impl Sim {
     /// as done with that timestep.
     fn h5_request_done(&mut self, tid: u32) {
         let th = &self.threads[tid as usize];
+        if !matches!(th.role, Role::H5 { .. }) {
+            return; // every op ends here: the others leave at once
+        }
         let job = th.job as usize;
         let Some(t) = workload::h5_timestep_done(th.role, &self.cfg.jobs[job], th.prog.step) else { return };
         let steps = &mut self.h5_steps[job];

@@ -310,11 +310,30 @@ const H5_READ_ORDER: [u64; H5_PROPERTIES as usize] = [0, 1, 2, 6, 7, 3, 4, 5];
 /// Bytes of one property of one particle.
 pub const H5_ELEMENT: u64 = 4;
 
+/// Whether the rank's accesses are strided: VPIC-IO's strided file pattern, BDCATS-IO's strided read.
+fn h5_strided(h5: &H5Config, write: bool) -> bool {
+    if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" }
+}
+
 /// Datasets written or read per timestep, and I/Os per dataset.
 fn h5_shape(h5: &H5Config, write: bool) -> (u64, u64) {
     let datasets = if write && h5.file_pattern == "interleaved" { 1 } else { H5_PROPERTIES };
-    let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
-    (datasets, if strided { h5.block_cnt.max(1) } else { 1 })
+    (datasets, if h5_strided(h5, write) { h5.block_cnt.max(1) } else { 1 })
+}
+
+/// Bytes of one I/O of an h5bench rank: a block of a strided access, the first
+/// TO_READ_NUM_PARTICLES of a partial read, else the rank's whole part of a dataset (of 32-byte
+/// records for an interleaved write).
+fn h5_request_len(h5: &H5Config, write: bool) -> u64 {
+    if write && h5.file_pattern == "interleaved" {
+        h5.particles * H5_PROPERTIES * H5_ELEMENT
+    } else if h5_strided(h5, write) {
+        h5.block * H5_ELEMENT
+    } else if !write && h5.read_option == "partial" {
+        h5.to_read * H5_ELEMENT
+    } else {
+        h5.particles * H5_ELEMENT
+    }
 }
 
 /// Bytes of the shared HDF5 file: every timestep's datasets, one after the other (HDF5's
@@ -342,25 +361,23 @@ pub fn next_h5(role: Role, job: &JobConfig, prog: &mut Progress, now: u64) -> Op
     prog.step += 1;
     let total = h5.particles * nproc as u64;
     let rank = rank as u64;
-    let (offset, len) = if write && h5.file_pattern == "interleaved" {
+    let len = h5_request_len(h5, write);
+    let offset = if write && h5.file_pattern == "interleaved" {
         // one compound dataset per timestep: each particle's eight fields side by side
         let record = H5_PROPERTIES * H5_ELEMENT;
-        (t * total * record + rank * h5.particles * record, h5.particles * record)
+        t * total * record + rank * h5.particles * record
     } else {
         let d = if write { d } else { H5_READ_ORDER[d as usize] };
         let dataset = (t * H5_PROPERTIES + d) * total * H5_ELEMENT;
-        let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
-        if strided {
+        if h5_strided(h5, write) {
             // BLOCK_CNT blocks of BLOCK_SIZE particles, STRIDE_SIZE apart, from the rank's offset;
             // independent MPI-IO sends each block as its own system call
-            let start = rank * h5.particles + b * h5.stride;
-            (dataset + start * H5_ELEMENT, h5.block * H5_ELEMENT)
-        } else if !write && h5.read_option == "partial" {
-            // the first TO_READ_NUM_PARTICLES of the rank's slab: h5bench_read starts each rank
-            // at the prefix sum of the particles per rank (its FILE_OFFSET), not of TO_READ
-            (dataset + rank * h5.particles * H5_ELEMENT, h5.to_read * H5_ELEMENT)
+            dataset + (rank * h5.particles + b * h5.stride) * H5_ELEMENT
         } else {
-            (dataset + rank * h5.particles * H5_ELEMENT, h5.particles * H5_ELEMENT)
+            // a partial read takes the first TO_READ_NUM_PARTICLES of the rank's slab: h5bench_read
+            // starts each rank at the prefix sum of the particles per rank (its FILE_OFFSET), not
+            // of TO_READ
+            dataset + rank * h5.particles * H5_ELEMENT
         }
     };
     let opens = !write && rank != 0 && b == 0;
@@ -391,15 +408,8 @@ pub fn h5_timestep_done(role: Role, job: &JobConfig, requests: u64) -> Option<u6
 /// `local_data_size` per timestep times the ranks.
 pub fn h5_timestep_bytes(job: &JobConfig, write: bool) -> u64 {
     let h5 = job.h5bench.as_ref().expect("checked in config");
-    let strided = if write { h5.file_pattern == "strided" } else { h5.read_option == "strided" };
-    let particles = if strided {
-        h5.block * h5.block_cnt.max(1)
-    } else if !write && h5.read_option == "partial" {
-        h5.to_read
-    } else {
-        h5.particles
-    };
-    particles * H5_PROPERTIES * H5_ELEMENT * h5.processes as u64
+    let (datasets, blocks) = h5_shape(h5, write);
+    datasets * blocks * h5_request_len(h5, write) * h5.processes as u64
 }
 
 /// The dataset (counted over all timesteps, in the order they are read) that a BDCATS-IO rank

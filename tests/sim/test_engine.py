@@ -79,6 +79,15 @@ def test_set_all_writes_every_osc_of_every_client(write_scenario: Callable[[str]
             assert engine.get_param(client["index"], f"osc.{osc}.max_rpcs_in_flight") == "32\n"
 
 
+def test_set_all_on_some_clients_leaves_the_others(write_scenario: Callable[[str], Path]) -> None:
+    engine = Engine(load_scenario(write_scenario(SMALL_SCENARIO.replace("clients: 1", "clients: 2"))))
+    assert engine.set_all("osc.max_rpcs_in_flight", "32", clients=[1]) == 8
+    for client in engine.clients():
+        expected = "32\n" if client["index"] == 1 else "8\n"
+        for osc in client["osc"]:
+            assert engine.get_param(client["index"], f"osc.{osc}.max_rpcs_in_flight") == expected
+
+
 def test_set_all_with_no_match_is_a_user_error(small_scenario: Path) -> None:
     with pytest.raises(UserError, match=re.escape("osc.*.no_such_param")):
         Engine(load_scenario(small_scenario)).set_all("osc.no_such_param", "1")

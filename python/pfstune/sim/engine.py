@@ -20,7 +20,7 @@ import json
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypedDict
 
 from pfstune._pfsim import Simulation
@@ -121,17 +121,17 @@ class Engine:
         """Write ``value`` to a parameter; raises OSError (ERANGE, EINVAL, ...) as the kernel would."""
         self._sim.set_param(client, name, value)
 
-    def set_all(self, name: str, value: str) -> int:
+    def set_all(self, name: str, value: str, clients: Iterable[int] | None = None) -> int:
         """Write ``value`` to every device of every client matching ``name`` and return how many.
 
         ``name`` is an lctl name without the device, e.g. ``osc.max_pages_per_rpc`` sets
-        ``osc.*.max_pages_per_rpc``.  Raises :class:`UserError` if nothing matches and
-        OSError if the core refuses the value.
+        ``osc.*.max_pages_per_rpc``; ``clients`` limits it to those clients (default: all).
+        Raises :class:`UserError` if nothing matches and OSError if the core refuses the value.
         """
         kind, _, param = name.partition(".")
         pattern = f"{kind}.*.{param}"
         count = 0
-        for client in range(self.scenario.cluster["clients"]):
+        for client in range(self.scenario.cluster["clients"]) if clients is None else clients:
             if client not in self._names:
                 self._names[client] = [p.name for p in self.list_params(client)]
             for lctl_name in fnmatch.filter(self._names[client], pattern):
