@@ -191,8 +191,8 @@ impl Sim {
         for ci in 0..c.clients as u32 {
             // cfg_instance is the super_block pointer: a kernel address, different per mount
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
-            let ra_max = (ram_pages / 32).min(1024 * 256);
-            let ra_file = (ra_max / 4).min(256 * 256);
+            let ra_max = (ram_pages / 32).min(1024 * PAGES_PER_MIB);
+            let ra_file = (ra_max / 4).min(256 * PAGES_PER_MIB);
             let mut client = Client {
                 index: ci,
                 instance,
@@ -2309,13 +2309,13 @@ enum Admit {
 /// rounded up to whole MiB.
 pub fn adjust_max_dirty(osc: &mut Osc, ram_pages: u64) {
     if osc.max_dirty_pages == 0 {
-        osc.max_dirty_pages = 2000 * 256;
+        osc.max_dirty_pages = 2000 * PAGES_PER_MIB;
     } else {
         let want = osc.mrif as u64 * osc.mppr;
         osc.max_dirty_pages = osc.max_dirty_pages.max(want);
     }
     osc.max_dirty_pages = osc.max_dirty_pages.min(ram_pages / 8);
-    osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(256) * 256;
+    osc.max_dirty_pages = osc.max_dirty_pages.div_ceil(PAGES_PER_MIB) * PAGES_PER_MIB;
 }
 
 /// The runs of pages of a stride within pages [from, to] (read-ahead in stride mode skips the gaps).

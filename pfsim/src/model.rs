@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use crate::stats::{LliteStats, OscCtr, OscStats, RaStats, RpcHists};
 
 pub const PAGE: u64 = 4096;
+/// Pages in one MiB, the unit of the `*_mb` tunables.
+pub const PAGES_PER_MIB: u64 = (1 << 20) / PAGE;
 /// Grant charged per new extent on ldiskfs (grant_extent_tax).
 pub const EXTENT_TAX: u64 = 24576;
 /// Most extents one write RPC may carry.

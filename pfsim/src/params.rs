@@ -3,7 +3,7 @@
 //! and errnos (docs/lustre-client.md §2, §3).
 
 use crate::engine::{adjust_max_dirty, Sim};
-use crate::model::PAGE;
+use crate::model::{PAGE, PAGES_PER_MIB};
 use crate::parse::{kstrtobool, kstrtouint, kstrtoull, sysfs_memparse, EINVAL, ERANGE};
 use crate::stats::{self, ImportInfo, ImportState, CHECKSUM_TYPES};
 
@@ -137,7 +137,7 @@ impl Sim {
             return Err(ENOENT);
         }
         if name == "max_dirty_mb" {
-            return Ok(format!("{}\n", self.clients[client].global_max_dirty_pages / 256));
+            return Ok(format!("{}\n", self.clients[client].global_max_dirty_pages / PAGES_PER_MIB));
         }
         let (kind, dev, param) = Sim::split(name)?;
         let now = self.clock_ns();
@@ -155,7 +155,7 @@ impl Sim {
                     "cur_lost_grant_bytes" => "0\n".into(),
                     "grant_shrink_interval" => format!("{}\n", o.grant_shrink_interval),
                     "idle_timeout" => format!("{}\n", o.idle_timeout),
-                    "max_dirty_mb" => format!("{}\n", o.max_dirty_pages / 256),
+                    "max_dirty_mb" => format!("{}\n", o.max_dirty_pages / PAGES_PER_MIB),
                     "max_rpcs_in_flight" => format!("{}\n", o.mrif),
                     "ost_conn_uuid" => format!("{nid}\n"),
                     "resend_count" => format!("{}\n", o.resend_count),
@@ -172,7 +172,7 @@ impl Sim {
                     "cur_grant_bytes" => format!("{}\n", o.avail_grant),
                     "import" => stats::import_text(style, &self.import_info(o, &ost_uuid, &nid), &o.counters().stats),
                     "max_pages_per_rpc" => format!("{}\n", o.mppr),
-                    "osc_cached_mb" => stats::osc_cached_mb_text((o.cached_pages / 256) as i64, 0, 0),
+                    "osc_cached_mb" => stats::osc_cached_mb_text((o.cached_pages / PAGES_PER_MIB) as i64, 0, 0),
                     "osc_stats" => stats::osc_stats_text(style, now, o.osc_stats_init_ns, 0, 0),
                     "ost_server_uuid" => format!("{ost_uuid}\t{}\n", if o.connected { "FULL" } else { "IDLE" }),
                     "rpc_stats" => stats::rpc_stats_text(
@@ -200,20 +200,20 @@ impl Sim {
                     "checksums" => format!("{}\n", u8::from(c.checksums)),
                     "fast_read" => format!("{}\n", u8::from(c.fast_read)),
                     "max_read_ahead_async_active" => format!("{}\n", c.ra_async_active),
-                    "max_read_ahead_mb" => format!("{}\n", c.ra_max_pages / 256),
-                    "max_read_ahead_per_file_mb" => format!("{}\n", c.ra_max_pages_per_file / 256),
-                    "max_read_ahead_whole_mb" => format!("{}\n", c.ra_max_read_ahead_whole_pages / 256),
-                    "read_ahead_async_file_threshold_mb" => format!("{}\n", c.ra_async_threshold_pages / 256),
+                    "max_read_ahead_mb" => format!("{}\n", c.ra_max_pages / PAGES_PER_MIB),
+                    "max_read_ahead_per_file_mb" => format!("{}\n", c.ra_max_pages_per_file / PAGES_PER_MIB),
+                    "max_read_ahead_whole_mb" => format!("{}\n", c.ra_max_read_ahead_whole_pages / PAGES_PER_MIB),
+                    "read_ahead_async_file_threshold_mb" => format!("{}\n", c.ra_async_threshold_pages / PAGES_PER_MIB),
                     "read_ahead_range_kb" => format!("{}\n", c.ra_range_pages * 4),
                     "statahead_max" => format!("{}\n", c.statahead_max),
                     "max_cached_mb" => stats::max_cached_mb_text(
                         1,
-                        (c.max_cached_pages / 256) as i64,
-                        (c.cached_pages / 256) as i64,
-                        (c.max_cached_pages.saturating_sub(c.cached_pages) / 256) as i64,
+                        (c.max_cached_pages / PAGES_PER_MIB) as i64,
+                        (c.cached_pages / PAGES_PER_MIB) as i64,
+                        (c.max_cached_pages.saturating_sub(c.cached_pages) / PAGES_PER_MIB) as i64,
                         c.reclaim_count,
-                        c.ra_max_pages / 256,
-                        (c.ra_inflight_pages / 256) as i32,
+                        c.ra_max_pages / PAGES_PER_MIB,
+                        (c.ra_inflight_pages / PAGES_PER_MIB) as i32,
                     ),
                     "read_ahead_stats" => c.ra_stats.text(style, now),
                     "stats" => c.stats.text(style, now),
@@ -259,10 +259,10 @@ impl Sim {
         if name == "max_dirty_mb" {
             // max_dirty_mb_store(): more than 90% of RAM or less than 4 MiB is EINVAL
             let v = kstrtoull(value, 10)?;
-            if v.saturating_mul(256) > ram_pages / 10 * 9 || v < 4 {
+            if v.saturating_mul(PAGES_PER_MIB) > ram_pages / 10 * 9 || v < 4 {
                 return Err(EINVAL);
             }
-            self.clients[client].global_max_dirty_pages = v * 256;
+            self.clients[client].global_max_dirty_pages = v * PAGES_PER_MIB;
             return Ok(());
         }
         let (kind, dev, param) = Sim::split(name)?;
@@ -298,8 +298,8 @@ impl Sim {
                     }
                     "max_dirty_mb" => {
                         let v = kstrtoull(value, 10)?;
-                        let pages = v.checked_mul(256).ok_or(ERANGE)?;
-                        if pages >= 2048 * 256 || pages > ram_pages / 4 {
+                        let pages = v.checked_mul(PAGES_PER_MIB).ok_or(ERANGE)?;
+                        if pages >= 2048 * PAGES_PER_MIB || pages > ram_pages / 4 {
                             return Err(ERANGE);
                         }
                         o.max_dirty_pages = pages;
@@ -373,7 +373,7 @@ impl Sim {
                     return Err(ENOENT);
                 }
                 let c = &mut self.clients[client];
-                let mb_pages = |v: &str| -> Result<u64, i32> { Ok(sysfs_memparse(v, "MiB")?.div_ceil(1 << 20) * 256) };
+                let mb_pages = |v: &str| -> Result<u64, i32> { Ok(sysfs_memparse(v, "MiB")?.div_ceil(1 << 20) * PAGES_PER_MIB) };
                 match param {
                     "max_read_ahead_mb" => {
                         let p = mb_pages(value)?;
@@ -397,7 +397,7 @@ impl Sim {
                         c.ra_max_read_ahead_whole_pages = p;
                     }
                     "read_ahead_async_file_threshold_mb" => {
-                        let p = kstrtoull(value, 10)?.checked_mul(256).ok_or(ERANGE)?;
+                        let p = kstrtoull(value, 10)?.checked_mul(PAGES_PER_MIB).ok_or(ERANGE)?;
                         if p > c.ra_max_pages_per_file {
                             return Err(ERANGE);
                         }
@@ -442,7 +442,7 @@ impl Sim {
                         if bytes / PAGE > c.ram_pages {
                             return Err(ERANGE);
                         }
-                        c.max_cached_pages = (bytes / PAGE).max(64 * 256);
+                        c.max_cached_pages = (bytes / PAGE).max(64 * PAGES_PER_MIB);
                         // ll_max_cached_mb_seq_write() has the OSCs drop LRU pages at once
                         let most = c.max_cached_pages;
                         self.shrink_cache(client, most);
@@ -490,12 +490,12 @@ impl Sim {
     /// describes (`tests/tunables.rs` checks that the bounds it names are the ones enforced).
     pub fn valid_values(&self, client: usize, kind: &str, param: &str) -> Option<String> {
         let c = self.clients.get(client)?;
-        let mib = |pages: u64| pages / 256;
+        let mib = |pages: u64| pages / PAGES_PER_MIB;
         let brw_pages = self.cfg.cluster.brw_size_bytes / PAGE;
         Some(match (kind, param) {
             ("", "max_dirty_mb") => format!("4 to {} MiB (90% of the node's RAM)", mib(c.ram_pages / 10 * 9)),
             ("osc", "max_pages_per_rpc") => {
-                format!("1 to {brw_pages} pages (the OSTs' brw_size), or a size from 1M to {}M", brw_pages / 256)
+                format!("1 to {brw_pages} pages (the OSTs' brw_size), or a size from 1M to {}M", brw_pages / PAGES_PER_MIB)
             }
             ("osc", "max_rpcs_in_flight") => "1 to 256".into(),
             ("osc", "max_dirty_mb") => {
