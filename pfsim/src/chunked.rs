@@ -10,12 +10,19 @@ use std::collections::VecDeque;
 
 const BLOCK: usize = 4096;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ChunkedDeque<T> {
     blocks: VecDeque<Vec<T>>,
     /// Elements already popped from the front block.
     head: usize,
     len: usize,
+}
+
+// (derived, it would ask T for a Default too)
+impl<T> Default for ChunkedDeque<T> {
+    fn default() -> Self {
+        ChunkedDeque { blocks: VecDeque::new(), head: 0, len: 0 }
+    }
 }
 
 impl<T: Copy> ChunkedDeque<T> {

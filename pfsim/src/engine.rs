@@ -903,12 +903,12 @@ impl Sim {
                 self.check_rpcs(osc_i);
             }
             // every cached page lies in an LRU entry of the client
-            let entries: Vec<(u64, u64, u32)> =
-                self.clients[client].lru.iter().filter(|e| e.0 == file).map(|e| (e.1, e.2, e.3)).collect();
-            for (s, e, o) in entries {
-                self.uncache(client, file, s, e, o);
+            let entries: Vec<LruEntry> = self.clients[client].lru.iter().filter(|e| e.file == file).copied().collect();
+            for e in entries {
+                let o = self.lru_osc(client, file, e.first);
+                self.uncache(client, file, e.first, e.last(), o);
             }
-            self.clients[client].lru.retain(|e| e.0 != file);
+            self.clients[client].lru.retain(|e| e.file != file);
         }
         if !self.callbacks.is_empty() && self.finish_callbacks(None) > 0 {
             self.process_lock_queue();
@@ -1272,9 +1272,10 @@ impl Sim {
         if added == 0 {
             return;
         }
+        debug_assert_eq!(osc_i, self.lru_osc(client, file, first), "a range put in the cache lies in one object");
         let cl = &mut self.clients[client];
         cl.cached_pages += added;
-        cl.lru.push_back((file, first, last, osc_i));
+        push_lru(&mut cl.lru, file, first, last, u32::MAX);
         self.oscs[osc_i as usize].cached_pages += added;
         let most = self.clients[client].max_cached_pages;
         self.shrink_cache(client, most);
@@ -1283,28 +1284,38 @@ impl Sim {
     /// Drop `client`'s least recently cached pages until at most `target` pages remain.
     pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
         while self.clients[client].cached_pages > target {
-            let Some((f, s, e, o)) = self.clients[client].lru.pop_front() else { break };
-            self.drop_cached(client, f, s, e, o);
+            let Some(e) = self.clients[client].lru.pop_front() else { break };
+            let o = self.lru_osc(client, e.file, e.first);
+            self.drop_cached(client, e.file, e.first, e.last(), o);
         }
+    }
+
+    /// The OSC of `client` that holds page `page` of `file` (that of an LRU entry starting there).
+    fn lru_osc(&self, client: usize, file: u32, page: u64) -> u32 {
+        let f = &self.files[file as usize];
+        self.clients[client].oscs[f.osts[f.map(page).0] as usize]
     }
 
     /// Drop the least recently cached pages of OSC `osc_i` (of `client`) until it holds at
     /// most `target` pages (`osc_lru_shrink()`, as a write to `osc_cached_mb` asks).
     pub(crate) fn shrink_osc_cache(&mut self, client: usize, osc_i: u32, target: u64) {
-        let entries: Vec<(u32, u64, u64, u32)> = self.clients[client].lru.iter().filter(|e| e.3 == osc_i).copied().collect();
+        let entries: Vec<LruEntry> =
+            self.clients[client].lru.iter().filter(|e| self.lru_osc(client, e.file, e.first) == osc_i).copied().collect();
         let mut dropped = 0usize;
-        for (f, s, e, o) in entries {
+        for e in entries {
             if self.oscs[osc_i as usize].cached_pages <= target {
                 break;
             }
-            self.drop_cached(client, f, s, e, o);
+            self.drop_cached(client, e.file, e.first, e.last(), osc_i);
             dropped += 1;
         }
-        self.clients[client].lru.retain(|e| {
-            let drop = e.3 == osc_i && dropped > 0;
+        let mut lru = std::mem::take(&mut self.clients[client].lru);
+        lru.retain(|e| {
+            let drop = dropped > 0 && self.lru_osc(client, e.file, e.first) == osc_i;
             dropped -= usize::from(drop);
             !drop
         });
+        self.clients[client].lru = lru;
     }
 
     /// Take pages [s, e] of `file` out of `client`'s page cache (one LRU entry, on OSC `o`), and
