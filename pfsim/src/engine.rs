@@ -903,12 +903,12 @@ impl Sim {
                 self.check_rpcs(osc_i);
             }
             // every cached page lies in an LRU entry of the client
-            let entries: Vec<LruEntry> = self.clients[client].lru.iter().filter(|e| e.file == file).copied().collect();
+            let entries: Vec<LruEntry> = self.clients[client].lru.iter().filter(|e| e.file() == file).copied().collect();
             for e in entries {
-                let o = self.lru_osc(client, file, e.first);
-                self.uncache(client, file, e.first, e.last(), o);
+                let o = self.lru_osc(client, file, e.first());
+                self.uncache(client, file, e.first(), e.last(), o);
             }
-            self.clients[client].lru.retain(|e| e.file != file);
+            self.clients[client].lru.retain(|e| e.file() != file);
         }
         if !self.callbacks.is_empty() && self.finish_callbacks(None) > 0 {
             self.process_lock_queue();
@@ -1275,7 +1275,7 @@ impl Sim {
         debug_assert_eq!(osc_i, self.lru_osc(client, file, first), "a range put in the cache lies in one object");
         let cl = &mut self.clients[client];
         cl.cached_pages += added;
-        push_lru(&mut cl.lru, file, first, last, u32::MAX);
+        push_lru(&mut cl.lru, file, first, last, LruEntry::MOST_PAGES);
         self.oscs[osc_i as usize].cached_pages += added;
         let most = self.clients[client].max_cached_pages;
         self.shrink_cache(client, most);
@@ -1285,8 +1285,8 @@ impl Sim {
     pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
         while self.clients[client].cached_pages > target {
             let Some(e) = self.clients[client].lru.pop_front() else { break };
-            let o = self.lru_osc(client, e.file, e.first);
-            self.drop_cached(client, e.file, e.first, e.last(), o);
+            let o = self.lru_osc(client, e.file(), e.first());
+            self.drop_cached(client, e.file(), e.first(), e.last(), o);
         }
     }
 
@@ -1300,18 +1300,18 @@ impl Sim {
     /// most `target` pages (`osc_lru_shrink()`, as a write to `osc_cached_mb` asks).
     pub(crate) fn shrink_osc_cache(&mut self, client: usize, osc_i: u32, target: u64) {
         let entries: Vec<LruEntry> =
-            self.clients[client].lru.iter().filter(|e| self.lru_osc(client, e.file, e.first) == osc_i).copied().collect();
+            self.clients[client].lru.iter().filter(|e| self.lru_osc(client, e.file(), e.first()) == osc_i).copied().collect();
         let mut dropped = 0usize;
         for e in entries {
             if self.oscs[osc_i as usize].cached_pages <= target {
                 break;
             }
-            self.drop_cached(client, e.file, e.first, e.last(), osc_i);
+            self.drop_cached(client, e.file(), e.first(), e.last(), osc_i);
             dropped += 1;
         }
         let mut lru = std::mem::take(&mut self.clients[client].lru);
         lru.retain(|e| {
-            let drop = dropped > 0 && self.lru_osc(client, e.file, e.first) == osc_i;
+            let drop = dropped > 0 && self.lru_osc(client, e.file(), e.first()) == osc_i;
             dropped -= usize::from(drop);
             !drop
         });

@@ -493,30 +493,50 @@ pub struct Client {
     pub app_write_bytes: u64,
 }
 
-/// Pages [first, first + pages - 1] of `file`, put in a client's page cache together, all in
-/// one object: one entry of the client's LRU. The entry does not keep its OSC, which the file's
-/// layout gives again (`Sim::lru_osc`): 16 bytes instead of 24, and the LRU is most of what a
-/// long run allocates (scale-1000's random 8 KiB writers put 2.9 million entries in 10 s).
+/// Pages [first, last] of `file`, put in a client's page cache together, all in one object:
+/// one entry of the client's LRU, in 12 bytes, since the LRU is most of what a long run
+/// allocates (scale-1000's random 8 KiB writers put 2.9 million entries in 10 s). The entry
+/// does not keep its OSC, which the file's layout gives again (`Sim::lru_osc`). `span` holds
+/// the first page in its low 48 bits (sizes stop at 1 EiB, 2^48 pages: `MAX_SIZE` in
+/// pfstune/units.py) and the page count less one in its high 16 (`push_lru` cuts longer ranges).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, packed(4))]
 pub struct LruEntry {
-    pub first: u64,
-    pub pages: u32,
-    pub file: u32,
+    span: u64,
+    file: u32,
 }
 
 impl LruEntry {
+    /// The most pages one entry holds (256 MiB; what enters a cache at once is at most an RPC).
+    pub const MOST_PAGES: u64 = 1 << 16;
+    const FIRST_BITS: u32 = 48;
+
+    pub fn new(file: u32, first: u64, pages: u64) -> LruEntry {
+        assert!(first >> Self::FIRST_BITS == 0, "page {first} beyond 1 EiB");
+        debug_assert!((1..=Self::MOST_PAGES).contains(&pages));
+        LruEntry { span: first | (pages - 1) << Self::FIRST_BITS, file }
+    }
+
+    pub fn file(&self) -> u32 {
+        self.file
+    }
+
+    pub fn first(&self) -> u64 {
+        self.span & ((1 << Self::FIRST_BITS) - 1)
+    }
+
     pub fn last(&self) -> u64 {
-        self.first + u64::from(self.pages) - 1
+        self.first() + (self.span >> Self::FIRST_BITS)
     }
 }
 
 /// Put pages [first, last] of `file` at the end of `lru`, in entries of at most `most` pages
-/// (`u32::MAX`, 16 TiB, in the simulator: no range put in a cache comes near it).
-pub fn push_lru(lru: &mut crate::chunked::ChunkedDeque<LruEntry>, file: u32, first: u64, last: u64, most: u32) {
+/// (`LruEntry::MOST_PAGES` in the simulator).
+pub fn push_lru(lru: &mut crate::chunked::ChunkedDeque<LruEntry>, file: u32, first: u64, last: u64, most: u64) {
     let mut s = first;
     while s <= last {
-        let pages = (last - s + 1).min(u64::from(most));
-        lru.push_back(LruEntry { first: s, pages: pages as u32, file });
+        let pages = (last - s + 1).min(most);
+        lru.push_back(LruEntry::new(file, s, pages));
         s += pages;
     }
 }
@@ -710,9 +730,12 @@ mod tests {
         push_lru(&mut lru, 7, 10, 17, 3);
         push_lru(&mut lru, 8, 5, 5, 3);
         push_lru(&mut lru, 9, 0, 2, 3);
-        let got: Vec<(u32, u64, u64)> = lru.iter().map(|e: &LruEntry| (e.file, e.first, e.last())).collect();
+        let got: Vec<(u32, u64, u64)> = lru.iter().map(|e: &LruEntry| (e.file(), e.first(), e.last())).collect();
         assert_eq!(got, vec![(7, 10, 12), (7, 13, 15), (7, 16, 17), (8, 5, 5), (9, 0, 2)]);
-        assert_eq!(std::mem::size_of::<LruEntry>(), 16);
+        assert_eq!(std::mem::size_of::<LruEntry>(), 12);
+        // the extremes of both fields
+        let big = LruEntry::new(u32::MAX, (1 << 48) - 1, LruEntry::MOST_PAGES);
+        assert_eq!((big.file(), big.first(), big.last()), (u32::MAX, (1 << 48) - 1, (1 << 48) - 1 + (1 << 16) - 1));
     }
 
     /// The earliest worker as a scan in index order picks it: the first of the smallest.
