@@ -58,7 +58,7 @@ fn main() {
     let cpu = cpu_seconds() - c1;
     if std::env::var("SIMBENCH_SIZES").is_ok() {
         for (i, f) in sim.files.iter().enumerate().take(20) {
-            let c: usize = f.cache.iter().map(|m| m.intervals().len()).sum();
+            let c: usize = f.users().map(|(_, on)| on.cache.intervals().len()).sum();
             eprintln!("file {i}: cache intervals {c}");
         }
         for o in sim.oscs.iter().take(64) {

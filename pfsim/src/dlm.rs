@@ -377,17 +377,18 @@ impl Sim {
         let size = f.size;
         let cl = &mut self.clients[client];
         if let Some(marks) = cl.ra_marks.get_mut(&file) {
-            if f.reading[client].is_empty() {
+            if f.on(client).reading.is_empty() {
                 remove_object_range(marks, size, n, sp, stripe as u64, start, end);
                 if marks.is_empty() {
                     cl.ra_marks.remove(&file);
                 }
             }
         }
-        if f.cache[client].is_empty() {
+        if f.on(client).cache.is_empty() {
             return;
         }
-        let removed = remove_object_range(&mut self.files[file as usize].cache[client], size, n, sp, stripe as u64, start, end);
+        let cache = &mut self.files[file as usize].on_mut(client).cache;
+        let removed = remove_object_range(cache, size, n, sp, stripe as u64, start, end);
         let cl = &mut self.clients[client];
         cl.cached_pages -= removed.min(cl.cached_pages);
     }

@@ -339,18 +339,7 @@ impl Sim {
             })
             .collect();
         let n = self.clients.len();
-        self.files.push(File {
-            size,
-            stripe_size,
-            osts,
-            obj_ids,
-            cache: vec![crate::pageset::PageSet::new(); n],
-            reading: vec![BTreeMap::new(); n],
-            dirty_pages: vec![0; n],
-            writes_in_flight: vec![0; n],
-            locks: vec![Vec::new(); stripe_count as usize],
-            removed: false,
-        });
+        self.files.push(File::new(size, stripe_size, osts, obj_ids, n));
         (self.files.len() - 1) as u32
     }
 
@@ -616,7 +605,7 @@ impl Sim {
                 OpState::WaitRemove => {
                     let f = op.file as usize;
                     let client = self.threads[tid as usize].client as usize;
-                    if self.now >= op.ready_at && self.files[f].writes_in_flight[client] == 0 {
+                    if self.now >= op.ready_at && self.files[f].on(client).writes_in_flight == 0 {
                         self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Between;
                         self.run_between(tid);
                     }
@@ -866,7 +855,7 @@ impl Sim {
         for client in 0..self.clients.len() {
             self.clients[client].ra_marks.remove(&file);
             let f = &self.files[file as usize];
-            if f.cache[client].is_empty() && f.dirty_pages[client] == 0 {
+            if f.on(client).cache.is_empty() && f.on(client).dirty_pages == 0 {
                 continue; // nothing of it on this client (most, on a large cluster)
             }
             let objects: Vec<(u32, u64)> =
@@ -895,7 +884,7 @@ impl Sim {
                 let woken = std::mem::take(&mut osc.cache_waiters);
                 let cl = &mut self.clients[client];
                 cl.dirty_pages -= pages.min(cl.dirty_pages);
-                let fd = &mut self.files[file as usize].dirty_pages[client];
+                let fd = &mut self.files[file as usize].on_mut(client).dirty_pages;
                 *fd -= pages.min(*fd);
                 for w in woken {
                     self.schedule(self.now, Ev::Thread(w));
@@ -986,7 +975,7 @@ impl Sim {
             let page = cursor / PAGE;
             let last_page = (end - 1) / PAGE;
             let f = &self.files[file];
-            f.cache[client].prefetch(page); // inserted below, after the admission's tree work
+            f.on(client).cache.prefetch(page); // inserted below, after the admission's tree work
             let (stripe, obj_page) = f.map(page);
             let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
             let obj = f.obj_ids[stripe];
@@ -1176,7 +1165,7 @@ impl Sim {
         osc.dirty_pages += new_pages;
         osc.pending_w_pages += new_pages;
         self.clients[client].dirty_pages += new_pages;
-        self.files[file as usize].dirty_pages[client] += new_pages;
+        self.files[file as usize].on_mut(client).dirty_pages += new_pages;
     }
 
     fn start_fsync(&mut self, tid: u32) -> bool {
@@ -1184,7 +1173,7 @@ impl Sim {
         let client = th.client as usize;
         let file = th.op.as_ref().expect("op").file as usize;
         let f = &self.files[file];
-        if f.dirty_pages[client] == 0 && f.writes_in_flight[client] == 0 {
+        if f.on(client).dirty_pages == 0 && f.on(client).writes_in_flight == 0 {
             return false;
         }
         let oscs: Vec<(u32, u64)> =
@@ -1210,7 +1199,7 @@ impl Sim {
 
     fn wake_fsync_waiters(&mut self, file: u32, client: u32) {
         let f = &self.files[file as usize];
-        if f.dirty_pages[client as usize] != 0 || f.writes_in_flight[client as usize] != 0 {
+        if f.on(client as usize).dirty_pages != 0 || f.on(client as usize).writes_in_flight != 0 {
             return;
         }
         for tid in 0..self.threads.len() {
@@ -1268,7 +1257,7 @@ impl Sim {
         if self.files[file as usize].removed {
             return; // a read of it that was in flight when it went
         }
-        let added = self.files[file as usize].cache[client].insert(first, last);
+        let added = self.files[file as usize].on_mut(client).cache.insert(first, last);
         if added == 0 {
             return;
         }
@@ -1327,7 +1316,7 @@ impl Sim {
 
     /// The page-cache part of `drop_cached`: the pages and the client's and OSC's counts.
     fn uncache(&mut self, client: usize, file: u32, s: u64, e: u64, o: u32) {
-        let removed = self.files[file as usize].cache[client].remove(s, e);
+        let removed = self.files[file as usize].on_existing_mut(client).map_or(0, |on| on.cache.remove(s, e));
         let cl = &mut self.clients[client];
         cl.cached_pages -= removed.min(cl.cached_pages);
         let osc = &mut self.oscs[o as usize];
@@ -1341,7 +1330,7 @@ impl Sim {
         if !self.clients[client].ra_marks.contains_key(&file) {
             return;
         }
-        if !overlapping(&self.files[file as usize].reading[client], s, e).is_empty() {
+        if !overlapping(&self.files[file as usize].on(client).reading, s, e).is_empty() {
             return;
         }
         self.clients[client].unmark_ra(file, s, e);
@@ -1410,10 +1399,10 @@ impl Sim {
         let mut sync_runs: Vec<(u64, u64)> = Vec::new();
         {
             let f = &mut self.files[file];
-            for (s, e) in f.cache[client].gaps(p0, p1) {
+            for (s, e) in f.on(client).cache.gaps(p0, p1) {
                 // pages already being read: wait for those chunks
                 let mut q = s;
-                let inflight: Vec<(u64, u64, u32)> = overlapping(&f.reading[client], s, e);
+                let inflight: Vec<(u64, u64, u32)> = overlapping(&f.on(client).reading, s, e);
                 for (rs, re, ch) in inflight {
                     if rs > q {
                         sync_runs.push((q, rs - 1));
@@ -1468,9 +1457,9 @@ impl Sim {
             if grant > 0 && grant >= want.min(16384) {
                 let (granted, to) = take_pages(&runs, grant);
                 let f = &self.files[file];
-                for (s, e) in granted.into_iter().flat_map(|(s, e)| f.cache[client].gaps(s, e)) {
+                for (s, e) in granted.into_iter().flat_map(|(s, e)| f.on(client).cache.gaps(s, e)) {
                     let mut q = s;
-                    for (rs, re, _) in overlapping(&f.reading[client], s, e) {
+                    for (rs, re, _) in overlapping(&f.on(client).reading, s, e) {
                         if rs > q {
                             ra_runs.push((q, rs - 1));
                         }
@@ -1560,7 +1549,7 @@ impl Sim {
                     (self.chunks.len() - 1) as u32
                 }
             };
-            self.files[file as usize].reading[client].insert(p, (last, id));
+            self.files[file as usize].on_mut(client).reading.insert(p, (last, id));
             if ra {
                 let cl = &mut self.clients[client];
                 cl.ra_inflight_pages += pages;
@@ -1735,7 +1724,7 @@ impl Sim {
         }
         let client = osc.client as usize;
         for &(f, _) in &files {
-            self.files[f as usize].writes_in_flight[client] += 1;
+            self.files[f as usize].on_mut(client).writes_in_flight += 1;
         }
         let ost = self.oscs[osc_i as usize].ost;
         let id = self.new_rpc(Rpc {
@@ -2027,9 +2016,11 @@ impl Sim {
             }
             for &(f, pages) in &rpc.files {
                 let file = &mut self.files[f as usize];
-                file.dirty_pages[client] -= pages.min(file.dirty_pages[client]);
-                file.writes_in_flight[client] -= 1;
-                if file.removed && file.writes_in_flight[client] == 0 {
+                let removed = file.removed;
+                let on = file.on_mut(client);
+                on.dirty_pages -= pages.min(on.dirty_pages);
+                on.writes_in_flight -= 1;
+                if removed && on.writes_in_flight == 0 {
                     self.wake_removers(f, client as u32);
                 }
                 self.wake_fsync_waiters(f, client as u32);
@@ -2048,7 +2039,7 @@ impl Sim {
                 let (o, chunk) = self.chunks[ch as usize].take().expect("chunk");
                 self.free_chunks.push(ch);
                 let last = chunk.file_start + chunk.pages - 1;
-                self.files[chunk.file as usize].reading[client].remove(&chunk.file_start);
+                self.files[chunk.file as usize].on_mut(client).reading.remove(&chunk.file_start);
                 self.insert_cached(client, chunk.file, chunk.file_start, last, o);
                 if chunk.readahead {
                     let cl = &mut self.clients[client];
@@ -2171,11 +2162,11 @@ impl Sim {
         // nothing of a removed file stays in a page cache; its dirty pages are those of its
         // write RPCs still in flight
         for (i, f) in self.files.iter().enumerate().filter(|(_, f)| f.removed) {
-            if let Some(c) = f.cache.iter().position(|c| !c.is_empty()) {
-                return Err(format!("removed file {i}: {} pages in client {c}'s cache", f.cache[c].len()));
+            if let Some((c, on)) = f.users().find(|(_, on)| !on.cache.is_empty()) {
+                return Err(format!("removed file {i}: {} pages in client {c}'s cache", on.cache.len()));
             }
-            if let Some(c) = (0..f.dirty_pages.len()).find(|&c| f.dirty_pages[c] > 0 && f.writes_in_flight[c] == 0) {
-                return Err(format!("removed file {i}: {} dirty pages on client {c}", f.dirty_pages[c]));
+            if let Some((c, on)) = f.users().find(|(_, on)| on.dirty_pages > 0 && on.writes_in_flight == 0) {
+                return Err(format!("removed file {i}: {} dirty pages on client {c}", on.dirty_pages));
             }
         }
         // a BDCATS-IO rank waits to open a dataset only while rank 0 has not opened it

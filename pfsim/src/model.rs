@@ -563,19 +563,68 @@ pub struct File {
     pub stripe_size: u64,
     pub osts: Vec<u32>,
     pub obj_ids: Vec<u64>,
-    /// Per client: cached pages.
-    pub cache: Vec<crate::pageset::PageSet>,
-    /// Per client: read chunks in flight (file start page -> (end page, chunk id)).
-    pub reading: Vec<BTreeMap<u64, (u64, u32)>>,
-    pub dirty_pages: Vec<u64>,
-    pub writes_in_flight: Vec<u32>,
+    /// Per client that has had anything of the file: its index in `on_clients` (`NOT_ON` for
+    /// the others). Most files of a large cluster are used by a few of its clients.
+    slot: Vec<u32>,
+    on_clients: Vec<OnClient>,
     /// Granted extent locks, per stripe object.
     pub locks: Vec<Vec<crate::dlm::Lock>>,
     /// Unlinked (IOR between repetitions): nothing of it enters a page cache again.
     pub removed: bool,
 }
 
+/// What one client holds of one file.
+#[derive(Clone, Debug, Default)]
+pub struct OnClient {
+    /// Cached pages.
+    pub cache: crate::pageset::PageSet,
+    /// Read chunks in flight (file start page -> (end page, chunk id)).
+    pub reading: BTreeMap<u64, (u64, u32)>,
+    pub dirty_pages: u64,
+    pub writes_in_flight: u32,
+}
+
+/// A client's share of a file it has had nothing of.
+static NOTHING: OnClient = OnClient { cache: crate::pageset::PageSet::new(), reading: BTreeMap::new(), dirty_pages: 0, writes_in_flight: 0 };
+const NOT_ON: u32 = u32::MAX;
+
 impl File {
+    /// A file on `clients` clients, none of which has anything of it yet.
+    pub fn new(size: u64, stripe_size: u64, osts: Vec<u32>, obj_ids: Vec<u64>, clients: usize) -> File {
+        let locks = vec![Vec::new(); osts.len()];
+        File { size, stripe_size, osts, obj_ids, slot: vec![NOT_ON; clients], on_clients: Vec::new(), locks, removed: false }
+    }
+
+    /// What `client` holds of the file (nothing, if it never had anything).
+    pub fn on(&self, client: usize) -> &OnClient {
+        match self.slot[client] {
+            NOT_ON => &NOTHING,
+            i => &self.on_clients[i as usize],
+        }
+    }
+
+    /// What `client` holds of the file, to change it (made on first use).
+    pub fn on_mut(&mut self, client: usize) -> &mut OnClient {
+        if self.slot[client] == NOT_ON {
+            self.slot[client] = self.on_clients.len() as u32;
+            self.on_clients.push(OnClient::default());
+        }
+        &mut self.on_clients[self.slot[client] as usize]
+    }
+
+    /// What `client` holds of the file, to change it, if it ever had anything.
+    pub fn on_existing_mut(&mut self, client: usize) -> Option<&mut OnClient> {
+        match self.slot[client] {
+            NOT_ON => None,
+            i => Some(&mut self.on_clients[i as usize]),
+        }
+    }
+
+    /// The clients that have had anything of the file, in client order, with what they hold.
+    pub fn users(&self) -> impl Iterator<Item = (usize, &OnClient)> {
+        self.slot.iter().enumerate().filter(|&(_, &i)| i != NOT_ON).map(|(c, &i)| (c, &self.on_clients[i as usize]))
+    }
+
     /// Map a file page to (stripe index, object page).
     pub fn map(&self, page: u64) -> (usize, u64) {
         let sp = self.stripe_size / PAGE;
@@ -720,7 +769,23 @@ pub struct Rpc {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_lru, LruEntry, Readahead, Workers};
+    use super::{push_lru, File, LruEntry, Readahead, Workers};
+
+    /// A client that never had anything of a file holds nothing of it and takes no room; the
+    /// users come out in client order, whatever order they came in.
+    #[test]
+    fn a_file_keeps_state_only_for_the_clients_that_use_it() {
+        let mut f = File::new(1 << 20, 1 << 20, vec![0], vec![1], 1000);
+        f.on_mut(900).dirty_pages = 3;
+        f.on_mut(7).cache.insert(0, 9);
+        assert!(f.on_existing_mut(5).is_none());
+        assert_eq!((f.on(5).dirty_pages, f.on(5).cache.len(), f.on(5).reading.len()), (0, 0, 0));
+        assert_eq!((f.on(900).dirty_pages, f.on(7).cache.len()), (3, 10));
+        let users: Vec<usize> = f.users().map(|(c, _)| c).collect();
+        assert_eq!(users, vec![7, 900]);
+        f.on_existing_mut(900).expect("a user").writes_in_flight += 1;
+        assert_eq!(f.on(900).writes_in_flight, 1);
+    }
 
     /// A range longer than an entry may hold is cut into entries that cover it exactly, in
     /// order; others take one entry each.

@@ -38,8 +38,8 @@ pub struct PageSet {
 }
 
 impl PageSet {
-    pub fn new() -> PageSet {
-        PageSet::default()
+    pub const fn new() -> PageSet {
+        PageSet { blocks: Vec::new(), count: 0 }
     }
 
     /// The most memory the block map of one file of `bytes` can take (when its last page is

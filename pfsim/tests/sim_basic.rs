@@ -434,7 +434,7 @@ fn objects_of_one_osc_take_turns_for_write_rpcs() {
         .iter()
         .map(|th| {
             let f = th.files[0] as usize;
-            th.pos - sim.files[f].dirty_pages[0] * 4096
+            th.pos - sim.files[f].on(0).dirty_pages * 4096
         })
         .collect();
     let (least, most) = (*sent.iter().min().unwrap(), *sent.iter().max().unwrap());
