@@ -16,6 +16,7 @@ import pytest
 from pfstune import __version__
 from pfstune.cli import run
 from pfstune.cli.main import attach_negative_values, main
+from pfstune.cli.sim_run import format_speedup
 from pfstune.sim.presets import PRESETS
 from tests.conftest import SMALL_SCENARIO
 
@@ -184,6 +185,13 @@ def test_sim_run_refused_value_in_set_names_the_command_line(
     in_file = write_scenario(SMALL_SCENARIO.replace("jobs:", "tunables: {osc.max_rpcs_in_flight: 0}\njobs:"), "t.yaml")
     result = pfstune("sim", "run", str(in_file))
     assert result.stderr.startswith(f"pfstune: error: {in_file}: tunable osc.max_rpcs_in_flight=0: ")
+
+
+@pytest.mark.parametrize(
+    ("speedup", "text"), [(0.7612, "0.761x"), (0.999, "0.999x"), (1.034, "1.03x"), (36.27, "36.3x"), (1234.4, "1234x")]
+)
+def test_sim_run_table_speedup_is_not_rounded_to_real_time(speedup: float, text: str) -> None:
+    assert format_speedup(speedup) == text
 
 
 def test_sim_run_table(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:

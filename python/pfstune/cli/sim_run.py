@@ -11,6 +11,12 @@ from pfstune.sim.scenario import load_scenario
 from pfstune.tuners import TUNERS
 
 
+def format_speedup(speedup: float) -> str:
+    """Simulated over wall time, as ``0.761x`` or ``36.3x``: three significant digits below 100,
+    where a rounded ``1x`` would hide a run slower than real time; whole numbers above."""
+    return f"{speedup:.0f}x" if speedup >= 100 else f"{speedup:.3g}x"
+
+
 def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``run``."""
     parser = subparsers.add_parser(
@@ -55,7 +61,7 @@ def main(args: argparse.Namespace) -> int:
         ["scenario", result["scenario"]],
         ["tuner", args.tuner],
         ["simulated", f"{result['sim_seconds']:.1f} s"],
-        ["wall time", f"{result['wall_seconds']:.2f} s ({result['speedup']:.0f}x real time)"],
+        ["wall time", f"{result['wall_seconds']:.2f} s ({format_speedup(result['speedup'])} real time)"],
         *([["  simulating", f"{result['sim_wall_seconds']:.2f} s"]] if "sim_wall_seconds" in result else []),
         ["events", f"{result['events']} ({result['events_per_second']:.3g}/s)"],
         ["throughput", f"{result['mbps']:.1f} MB/s"],
