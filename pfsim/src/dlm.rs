@@ -283,6 +283,7 @@ impl Sim {
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
         self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i });
+        self.oscs[osc_i as usize].callbacks += 1;
         self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
     }
@@ -333,6 +334,7 @@ impl Sim {
                 continue;
             }
             self.callbacks.swap_remove(i);
+            self.oscs[osc_i as usize].callbacks -= 1;
             self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
             self.wake_waiters(cb.file, cb.stripe, &cb.lock);
             // the LDLM_CANCEL RPC: `ldlm_cancel` and `req_waittime` at its reply

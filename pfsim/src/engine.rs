@@ -252,6 +252,7 @@ impl Sim {
                     r_in_flight: 0,
                     w_in_flight: 0,
                     hp_in_flight: 0,
+                    callbacks: 0,
                     read_turn: false,
                     other_in_flight: 0,
                     dirty_pages: 0,
@@ -2062,7 +2063,7 @@ impl Sim {
         }
         self.check_rpcs(osc_i);
         // a write reply may complete a lock callback of this OSC, which may let a request through
-        if rpc.write && !self.callbacks.is_empty() && self.finish_callbacks(Some(osc_i)) > 0 {
+        if rpc.write && self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
             self.process_lock_queue();
         }
     }
@@ -2120,6 +2121,14 @@ impl Sim {
     /// Checks of the invariants the property tests rely on; returns a description of the first
     /// violation.
     pub fn check_invariants(&self) -> Result<(), String> {
+        // each OSC counts its locks called back and not yet cancelled
+        let mut callbacks = vec![0u32; self.oscs.len()];
+        for cb in &self.callbacks {
+            callbacks[cb.osc as usize] += 1;
+        }
+        if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].callbacks != callbacks[i]) {
+            return Err(format!("{}: {} callbacks counted, {} pending", self.oscs[i].name, self.oscs[i].callbacks, callbacks[i]));
+        }
         // pages of the write RPCs in flight, per OSC
         let mut in_flight = vec![0u64; self.oscs.len()];
         for r in self.rpcs.iter().flatten().filter(|r| r.write) {

@@ -218,6 +218,8 @@ pub struct Osc {
     pub w_in_flight: u32,
     /// High-priority write RPCs in flight (lock callbacks), all objects.
     pub hp_in_flight: u32,
+    /// Locks of this OSC called back and not yet cancelled (its entries in `Sim::callbacks`).
+    pub callbacks: u32,
     /// The next RPC goes to reads first when both directions have work (after a write RPC).
     pub read_turn: bool,
     pub other_in_flight: u32,
