@@ -128,11 +128,15 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+
+if TYPE_CHECKING:
+    # imported where a frame is made (training); the agent's per-row path has no use for it,
+    # and it is most of a command's start-up time (0.3 s of 1 s)
+    import pandas as pd
 
 from pfstune.lustre.table import (
     PPR_LABELS,
@@ -896,6 +900,8 @@ def _prev_write_rif_bytes(df: pd.DataFrame) -> FloatArray:
 
     NaN for a series' first row and after a gap in ``observation_no``.
     """
+    import pandas as pd
+
     with np.errstate(divide="ignore", invalid="ignore"):
         per_row = df["cur_write_rif"].to_numpy(dtype=np.float64) * _avg0(
             df["ost_write_rpc_bytes_data.samples_sum"].to_numpy(dtype=np.float64),
@@ -927,6 +933,8 @@ def from_dataset(df: pd.DataFrame) -> pd.DataFrame:
     first row of each series is an artefact of DIAL's collector (duration ~0, features never
     computed): skip it, and rows with ``actual_record_duration`` 0, when training.
     """
+    import pandas as pd
+
     missing = [name for name in RAW_COLUMNS if name not in df.columns]
     if missing:
         raise KeyError(f"dataset frame lacks DIAL raw columns: {', '.join(missing)}")

@@ -10,7 +10,6 @@ from pfstune.cli._common import add_tuner_option_argument, out_path
 from pfstune.cli._output import ProgressBar, format_table, print_json
 from pfstune.errors import UserError
 from pfstune.outputs import replacing
-from pfstune.replay import DEFAULT_CONFIG, load_recording, replay
 from pfstune.tuners import TUNERS, make_tuner, tuner_options
 
 
@@ -53,6 +52,9 @@ def _same_file(out: Path, dataset: str) -> bool:
 
 def main(args: argparse.Namespace) -> int:
     """Replay and print the scores."""
+    # here, not at the top: pandas is most of every pfstune command's start-up time
+    from pfstune.replay import DEFAULT_CONFIG, load_recording, replay
+
     options = dict(args.tuner_options)
     if args.model:
         if args.tuner in TUNERS and "model" not in tuner_options(args.tuner):

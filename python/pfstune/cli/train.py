@@ -8,10 +8,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: every pfstune command loads this module
 
 from pfstune.cli._common import int_between, out_path, positive_int
 from pfstune.cli._output import format_table, print_json
@@ -153,6 +155,8 @@ def _validation_split(pairs: pd.DataFrame, fraction: float, seed: int) -> np.nda
     Drawn per (source, workload), at least one series of each that has two or more, so that
     every workload is both trained on and scored.
     """
+    import pandas as pd
+
     keys = ["file", "workload", "iteration", "osc"]
     series = pairs[["source", *keys]].drop_duplicates(keys).sort_values(keys, kind="stable")
     rng = np.random.default_rng(seed)

@@ -67,10 +67,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where DIAL builds its feature frame, not at every start-up
 
 from pfstune.errors import UserError
 from pfstune.features import FEATURE_COLUMNS, dominant_op, feature_matrix, osc_throughput_mbps
@@ -227,6 +229,8 @@ class DialTuner(Tuner):
             if not indices:
                 continue
             values = feature_matrix([contexts[i].metrics for i in indices], FEATURE_COLUMNS)
+            import pandas as pd
+
             rows = pd.DataFrame(values, columns=list(FEATURE_COLUMNS))
             probabilities = np.asarray(self.predictor.predict_proba(operation, rows, self.grid), dtype=float)
             low = np.array([absorbed[i] for i in indices], dtype=bool)
