@@ -372,7 +372,7 @@ impl Sim {
                 let size = workload::h5_file_size(h5);
                 self.check_fits(job, size)?;
                 let file = self.create_file(size, job.stripe_count, job.stripe_size);
-                let write = job.workload == "h5bench.vpic";
+                let write = workload::h5_writes(job);
                 for rank in 0..h5.processes {
                     let client = job.clients[rank as usize % job.clients.len()] as u32;
                     let role = Role::H5 { rank, nproc: h5.processes, write };
@@ -856,7 +856,8 @@ impl Sim {
         for client in 0..self.clients.len() {
             self.clients[client].ra_marks.remove(&file);
             let f = &self.files[file as usize];
-            if f.on(client).cache.is_empty() && f.on(client).dirty_pages == 0 {
+            let on = f.on(client);
+            if on.cache.is_empty() && on.dirty_pages == 0 {
                 continue; // nothing of it on this client (most, on a large cluster)
             }
             let objects: Vec<(u32, u64)> =
@@ -1174,7 +1175,8 @@ impl Sim {
         let client = th.client as usize;
         let file = th.op.as_ref().expect("op").file as usize;
         let f = &self.files[file];
-        if f.on(client).dirty_pages == 0 && f.on(client).writes_in_flight == 0 {
+        let on = f.on(client);
+        if on.dirty_pages == 0 && on.writes_in_flight == 0 {
             return false;
         }
         let oscs: Vec<(u32, u64)> =
@@ -1199,8 +1201,8 @@ impl Sim {
     }
 
     fn wake_fsync_waiters(&mut self, file: u32, client: u32) {
-        let f = &self.files[file as usize];
-        if f.on(client as usize).dirty_pages != 0 || f.on(client as usize).writes_in_flight != 0 {
+        let on = self.files[file as usize].on(client as usize);
+        if on.dirty_pages != 0 || on.writes_in_flight != 0 {
             return;
         }
         for tid in 0..self.threads.len() {
@@ -2098,7 +2100,7 @@ impl Sim {
             Some(h5) => {
                 let ranks = h5.processes;
                 let done = steps.iter().take_while(|(n, _)| *n >= ranks).map(|(_, t)| *t).collect();
-                (workload::h5_timestep_bytes(job, job.workload == "h5bench.vpic"), done)
+                (workload::h5_timestep_bytes(job), done)
             }
             None => (0, Vec::new()),
         })

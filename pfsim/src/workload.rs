@@ -404,10 +404,16 @@ pub fn h5_timestep_done(role: Role, job: &JobConfig, requests: u64) -> Option<u6
     (requests > 0 && requests.is_multiple_of(per_step)).then(|| requests / per_step - 1)
 }
 
+/// Whether an h5bench job writes (VPIC-IO) rather than reads (BDCATS-IO).
+pub fn h5_writes(job: &JobConfig) -> bool {
+    job.workload == "h5bench.vpic"
+}
+
 /// Bytes an h5bench job's ranks write or read together per timestep: h5bench's
 /// `local_data_size` per timestep times the ranks.
-pub fn h5_timestep_bytes(job: &JobConfig, write: bool) -> u64 {
+pub fn h5_timestep_bytes(job: &JobConfig) -> u64 {
     let h5 = job.h5bench.as_ref().expect("checked in config");
+    let write = h5_writes(job);
     let (datasets, blocks) = h5_shape(h5, write);
     datasets * blocks * h5_request_len(h5, write) * h5.processes as u64
 }

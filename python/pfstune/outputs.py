@@ -95,16 +95,16 @@ def partial_path(path: Path) -> Path:
 
 def fsync_file(path: Path) -> None:
     """Flush ``path``'s data to its disk (any descriptor of the file will do for fsync)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def fsync_directory(directory: Path) -> None:
     """Flush ``directory``'s entries (a rename or an unlink in it) to its disk."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    _fsync(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, flags)
     try:
         os.fsync(fd)
     finally:
