@@ -41,6 +41,8 @@ class TickReport:
     changes: dict[str, Config] = field(default_factory=dict)  # osc -> the values written
     errors: int = 0
     mbps: dict[str, float] = field(default_factory=dict)  # osc -> RPC throughput of the interval
+    read_mbps: dict[str, float] = field(default_factory=dict)  # osc -> its read RPCs' share of it
+    write_mbps: dict[str, float] = field(default_factory=dict)  # osc -> its write RPCs' share
     configs: dict[str, Config] = field(default_factory=dict)  # osc -> configuration now in force
     left_alone: frozenset[str] = frozenset()  # OSCs not tuned: someone else changed their values
     seconds: float = 0.0  # wall time the tick took, and its phases:
@@ -170,9 +172,13 @@ class Agent:
             for i, values in zip(observed, kept, strict=True):
                 self._intervals[names[i]] = dict(zip(PREV_INTERVAL_COLUMNS, values, strict=True))
             # x_mbps is osc_throughput_mbps of each row (the same expression), taken as a column.
-            for i, mbps in zip(observed, columns["x_mbps"].tolist(), strict=True):
+            split = ("x_mbps", "x_read_mbps", "x_write_mbps")
+            throughput = zip(*(columns[name].tolist() for name in split), strict=True)
+            for i, (mbps, read, write) in zip(observed, throughput, strict=True):
                 if math.isfinite(mbps):
                     report.mbps[names[i]] = mbps
+                    report.read_mbps[names[i]] = read
+                    report.write_mbps[names[i]] = write
         left_alone = self.backend.left_alone()
         contexts = [
             Context(name, probe.time, config, self.backend.bounds(name), row)

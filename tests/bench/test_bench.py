@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from pfstune.bench.harness import convergence, phase_starts, recompute_convergence, run_bench, summary
+from pfstune.bench.harness import (
+    convergence,
+    phase_measures,
+    phase_starts,
+    recompute_convergence,
+    run_bench,
+    summary,
+)
 from pfstune.bench.report import _most_tuned_osc, write_report
 from pfstune.cli.bench import check_out
 from pfstune.cli.main import main
@@ -79,6 +86,73 @@ def test_convergence_counts_whole_nanoseconds_as_the_ticks_do() -> None:
     assert convergence({"time": times, "osc_mbps": values}, [100.0, 100.0], [0.0, 1.4], 8.0) == [None, 3.0]
 
 
+def test_a_phase_is_judged_on_what_its_jobs_move() -> None:
+    scenario = parse_scenario(
+        """\
+name: moves
+duration: 5s
+cluster: {preset: cloudlab-c6525, clients: 1}
+jobs:
+  - {name: r, client: 0, workload: filebench.seqread, stop: 1s}
+  - {name: w, client: 0, workload: filebench.seqwrite, start: 1s, stop: 2s}
+  - {name: rw, client: 0, workload: filebench.randomrw, start: 2s, stop: 3s}
+  - {name: r2, client: 0, workload: filebench.randomread, start: 4s}
+  - {name: w2, client: 0, workload: filebench.randomwrite, start: 4.5s}
+""",
+        "moves.yaml",
+    )
+    assert phase_starts(scenario) == [0.0, 1.0, 2.0, 3.0, 4.0, 4.5]
+    # reads; writes; both; nothing runs; reads; a reader and a writer at once
+    assert phase_measures(scenario) == [
+        "osc_read_mbps",
+        "osc_write_mbps",
+        "osc_mbps",
+        "osc_mbps",
+        "osc_read_mbps",
+        "osc_mbps",
+    ]
+
+
+def test_convergence_follows_each_phase_s_measure() -> None:
+    times = [0.5 * i for i in range(1, 13)]  # 0.5 .. 6.0 s
+    # phase 2 (3-6 s) only reads at 96 while the page cache still sends phase 1's writes: the
+    # reads reach the best of reading, whatever the writes add
+    series = {
+        "time": times,
+        "osc_mbps": [100.0] * 6 + [146.0] * 6,
+        "osc_read_mbps": [0.0] * 6 + [96.0] * 6,
+        "osc_write_mbps": [100.0] * 6 + [50.0] * 6,
+    }
+    measures = ["osc_write_mbps", "osc_read_mbps"]
+    assert convergence(series, [100.0, 100.0], [0.0, 3.0], 6.0, measures) == [0.5, 0.5]
+    # judged on both together, a best of 200 (a static run whose cache flushed more) is out of reach
+    assert convergence(series, [100.0, 200.0], [0.0, 3.0], 6.0) == [0.5, None]
+
+
+def test_a_reader_after_a_writer_is_not_credited_with_the_writer_s_flush() -> None:
+    scenario = parse_scenario(
+        """\
+name: flush
+seed: 1
+duration: 6s
+cluster: {preset: cloudlab-c6525, clients: 1}
+tunables: {osc.max_pages_per_rpc: 2, osc.max_rpcs_in_flight: 256}
+jobs:
+  - {name: w, client: 0, workload: filebench.randomwrite, iosize: 8k, filesize: 10g, stop: 5s}
+  - {name: r, client: 0, workload: filebench.seqread, iosize: 1m, filesize: 10g, start: 5s}
+""",
+        "flush.yaml",
+    )
+    result = run_scenario(scenario, [0.0, 5.0])
+    reads, writes = result["phase_osc_read_mbps"], result["phase_osc_write_mbps"]
+    assert result["phase_osc_mbps"] == pytest.approx([r + w for r, w in zip(reads, writes, strict=True)])
+    assert reads[0] == 0.0
+    assert writes[0] > 0.0
+    assert reads[1] > 0.0
+    assert writes[1] > 0.0  # the writer's pages still go out while the reader reads
+    assert phase_measures(scenario) == ["osc_write_mbps", "osc_read_mbps"]  # so phase 2 is judged on reads
+
+
 def test_static_runs_report_each_phase_and_the_phases_add_up(two_phases: Path) -> None:
     scenario = parse_scenario(two_phases.read_text(), str(two_phases))
     result = run_scenario(scenario, [0.0, 1.0])
@@ -124,6 +198,14 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
     for entry in stale["scenarios"][0]["results"].values():
         entry["convergence_s"] = [-1.0, -1.0]
     assert recompute_convergence(stale)["scenarios"] == document["scenarios"]
+    # phase 1 reads, phase 2 reads and writes; each phase's best says what it was chosen by
+    assert [p["measure"] for p in phase_best] == ["osc_read_mbps", "osc_mbps"]
+    assert {"osc_mbps", "osc_read_mbps", "osc_write_mbps"} <= set(run["series"])
+    # runs recorded before the read and write series keep the convergence they were stored with
+    old = copy.deepcopy(stale)
+    for r in old["runs"]:
+        del r["series"]["osc_read_mbps"], r["series"]["osc_write_mbps"]
+    assert recompute_convergence(old)["scenarios"] == stale["scenarios"]
 
 
 def test_ior_scenarios_report_ior_s_own_bandwidth(write_scenario: Callable[..., Path], tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -7,7 +8,7 @@ import pytest
 
 from pfstune.errors import ScenarioError, UserError
 from pfstune.sim.presets import FIELDS, PRESETS
-from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, load_scenario, parse_scenario
+from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, WORKLOADS, load_scenario, parse_scenario
 
 GOOD = """\
 name: good
@@ -461,3 +462,26 @@ def test_a_job_after_the_file_s_own_end_stays_the_file_s_mistake() -> None:
             ScenarioError, match=r"^p\.yaml: jobs\[1\]\.start: 15s is not before the scenario's end \(10s\)"
         ):
             parse_scenario(wrong, "p.yaml", overrides)
+
+
+def test_each_workload_says_whether_it_reads_writes_or_both() -> None:
+    job = parse_scenario(doc(), "t.yaml").jobs[0]
+    read, write, both = frozenset({"read"}), frozenset({"write"}), frozenset({"read", "write"})
+    expected = {
+        "filebench.seqread": read,
+        "filebench.randomread": read,
+        "filebench.wholefileread": read,
+        "h5bench.bdcats": read,
+        "dlio": read,
+        "filebench.seqwrite": write,
+        "filebench.randomwrite": write,
+        "filebench.wholefilewrite": write,
+        "h5bench.vpic": write,
+        "filebench.randomrw": both,
+        "filebench.seqrw": both,
+        "filebench.wholefilerw": both,
+        "ior": both,  # writes, then reads back
+    }
+    assert set(expected) == set(WORKLOADS)  # a new workload must be placed here too
+    for workload, moves in expected.items():
+        assert dataclasses.replace(job, workload=workload).moves == moves, workload

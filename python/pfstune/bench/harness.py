@@ -14,8 +14,12 @@
   :data:`WINDOW_S`, reaches 95% of the *phase's* best and holds there: its mean over the next
   :data:`HOLD_S` (or what is left of the phase, at least one tick) is at 95% too.  The phase's best is the highest
   mean OSC throughput over that phase among the 99 static runs of the oracle's sweep (None:
-  never within the phase).  Each phase so has its own best configuration (``phase_best`` in the
-  document), as a tuner that follows a workload change should reach it.  The hold keeps a
+  never within the phase).  Where every job running in a phase only reads, the throughput is
+  that of the OSCs' read RPCs; where every one only writes, that of their write RPCs
+  (:func:`phase_measures`): a static configuration under which the page cache still flushes an
+  earlier writer's data is not a better configuration for the readers that follow it.  Each
+  phase so has its own best configuration (``phase_best`` in the document), as a tuner that
+  follows a workload change should reach it.  The hold keeps a
   single lucky window from counting: a tuner that passes 95% for half a second and falls back
   has not converged.  ``convergence_s`` is the mean over seeds, ``convergence_max_s`` the slowest
   seed (both None for a phase some seed never converged in).
@@ -67,34 +71,55 @@ def phase_starts(scenario: Scenario) -> list[float]:
     return [t / 1e9 for t in sorted(times)]
 
 
+#: What a phase's convergence is judged on, by what its running jobs do (:func:`phase_measures`).
+_MEASURES = {frozenset({"read"}): "osc_read_mbps", frozenset({"write"}): "osc_write_mbps"}
+
+
+def phase_measures(scenario: Scenario) -> list[str]:
+    """Per phase (:func:`phase_starts`), the series its convergence is judged on: ``osc_read_mbps``
+    where every job running in it only reads, ``osc_write_mbps`` where every one only writes, and
+    ``osc_mbps`` (both) otherwise, an idle phase included."""
+    bounds = [round(t * 1e9) for t in phase_starts(scenario)] + [scenario.duration_ns]
+    out = []
+    for start, stop in itertools.pairwise(bounds):
+        running = [job.moves for job in scenario.jobs if job.start_ns < stop and job.stop_ns > start]
+        out.append(_MEASURES.get(frozenset().union(*running), "osc_mbps"))
+    return out
+
+
 def convergence(
-    series: Mapping[str, Sequence[float]], best: Sequence[float], starts: Sequence[float], end: float
+    series: Mapping[str, Sequence[float]],
+    best: Sequence[float],
+    starts: Sequence[float],
+    end: float,
+    measures: Sequence[str] | None = None,
 ) -> list[float | None]:
-    """Per phase: seconds until ``series`` reaches 95% of that phase's ``best`` OSC MB/s and holds
-    there (module docstring); None if it never does."""
+    """Per phase: seconds until ``series`` reaches 95% of that phase's ``best`` MB/s and holds
+    there (module docstring); None if it never does.  ``measures`` names, per phase, the series
+    compared with its best (default: ``osc_mbps``, read and write RPCs together)."""
     # whole nanoseconds, as the simulator counts: tick times in float seconds (0.1 s probes)
     # would put a window's edge on either side of a tick by rounding
     times = [round(t * 1e9) for t in series["time"]]
-    values = list(series["osc_mbps"])
     window, hold = round(WINDOW_S * 1e9), round(HOLD_S * 1e9)
 
-    def mean_over(after: int, upto: int) -> float | None:
+    def mean_over(values: Sequence[float], after: int, upto: int) -> float | None:
         inside = [v for u, v in zip(times, values, strict=True) if after < u <= upto]
         return statistics.fmean(inside) if inside else None
 
     out: list[float | None] = []
     bounds = [round(t * 1e9) for t in starts] + [round(end * 1e9)]
     for i, (start, stop) in enumerate(itertools.pairwise(bounds)):
+        values = list(series[measures[i] if measures else "osc_mbps"])
         target = CONVERGED * best[i]
         found: float | None = None
         if target > 0:
             for t in times:
                 if not start < t <= stop:
                     continue
-                reached = mean_over(max(start, t - window), t)
+                reached = mean_over(values, max(start, t - window), t)
                 # the hold needs at least one later tick in the phase: a phase's last window
                 # alone would let one lucky interval count
-                held = mean_over(t, min(stop, t + hold))
+                held = mean_over(values, t, min(stop, t + hold))
                 if reached is not None and reached >= target and held is not None and held >= target:
                     found = (t - start) / 1e9
                     break
@@ -119,7 +144,7 @@ def _convergence_over_seeds(
     """Per phase, the mean and the slowest convergence over ``runs`` (one per seed; ``bests``: each
     one's phase_best); None for a phase where some seed never converged."""
     per_run = [
-        convergence(r["series"], [p["osc_mbps"] for p in best], starts, end)
+        convergence(r["series"], [best_mbps(p) for p in best], starts, end, [best_measure(p) for p in best])
         for r, best in zip(runs, bests, strict=True)
     ]
     phases = [[c[i] for c in per_run] for i in range(len(starts))]
@@ -202,7 +227,7 @@ def run_bench(
         phase_best: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for key, results in first["sweeps"].items():
             oracle_configs[key] = dict(configs[key][best_index(results)])
-            phase_best[key] = _phase_best(results, configs[key])
+            phase_best[key] = _phase_best(results, configs[key], phase_measures(loaded[key]))
         oracle_units = [
             (
                 s.text,
@@ -217,13 +242,28 @@ def run_bench(
     return _aggregate(scenarios, seeds, tuners, loaded, records, oracle_configs, phase_best)
 
 
-def _phase_best(results: Sequence[Mapping[str, Any]], configs: Sequence[dict[str, int]]) -> list[dict[str, Any]]:
-    """Per phase, the static configuration of the sweep with the highest OSC MB/s over that phase."""
+def _phase_best(
+    results: Sequence[Mapping[str, Any]], configs: Sequence[dict[str, int]], measures: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per phase, the static configuration of the sweep with the highest MB/s over that phase, by
+    the phase's measure (:func:`phase_measures`)."""
     out = []
-    for i in range(len(results[0]["phase_osc_mbps"])):
-        k = max(range(len(results)), key=lambda j: results[j]["phase_osc_mbps"][i])
-        out.append({"config": dict(configs[k]), "osc_mbps": results[k]["phase_osc_mbps"][i]})
+    for i, measure in enumerate(measures):
+        values = [r[f"phase_{measure}"][i] for r in results]
+        k = max(range(len(results)), key=lambda j: values[j])
+        out.append({"config": dict(configs[k]), "measure": measure, "mbps": values[k]})
     return out
+
+
+def best_measure(phase: Mapping[str, Any]) -> str:
+    """The series a ``phase_best`` entry was chosen by (documents written before 2026-11-26 said
+    nothing: total OSC MB/s)."""
+    return str(phase.get("measure", "osc_mbps"))
+
+
+def best_mbps(phase: Mapping[str, Any]) -> float:
+    """A ``phase_best`` entry's MB/s, by its measure (``osc_mbps`` in older documents)."""
+    return float(phase["mbps"] if "mbps" in phase else phase["osc_mbps"])
 
 
 def _run_units(
@@ -371,6 +411,8 @@ def recompute_convergence(document: dict[str, Any]) -> dict[str, Any]:
             if not runs or not all(str(r["seed"]) in s["phase_best"] for r in runs):
                 continue
             bests = [s["phase_best"][str(r["seed"])] for r in runs]
+            if any(best_measure(p) not in r["series"] for r, best in zip(runs, bests, strict=True) for p in best):
+                continue  # runs recorded before the read and write series, judged by a newer sweep: as stored
             entry["convergence_s"], entry["convergence_max_s"] = _convergence_over_seeds(runs, bests, starts, end)
     return document
 

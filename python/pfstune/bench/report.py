@@ -22,8 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S
+from pfstune.bench.harness import CONVERGED, HOLD_S, WINDOW_S, best_mbps, best_measure
 from pfstune.outputs import file_stem, replacing
+
+#: How the phase line names a phase's measure (pfstune.bench.harness.phase_measures).
+_MEASURED = {"osc_mbps": "", "osc_read_mbps": " read", "osc_write_mbps": " written"}
 
 CSV_FIELDS = (
     "scenario",
@@ -105,10 +108,14 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path], out: Path |
             if len(phases) > 1:
                 per_phase = "; ".join(
                     f"{t:g} s: ({p['config']['osc.max_pages_per_rpc']}, {p['config']['osc.max_rpcs_in_flight']}) "
-                    f"{p['osc_mbps']:.0f} MB/s"
+                    f"{best_mbps(p):.0f} MB/s{_MEASURED[best_measure(p)]}"
                     for t, p in zip(starts, phases, strict=True)
                 )
-                lines += [f"Best static configuration of each phase (seed {seed}, OSC MB/s): {per_phase}.", ""]
+                lines += [
+                    f"Best static configuration of each phase (seed {seed}, OSC MB/s; of the read or write "
+                    f"RPCs alone where the phase only reads or only writes): {per_phase}.",
+                    "",
+                ]
         if scenario["results"]:
             note = (
                 f"Convergence: seconds from each phase start until the {WINDOW_S:g} s mean reaches "

@@ -4,7 +4,8 @@
 local processes and Dask workers can both call it).  The agent drives the sim backend as in
 ``pfstune sim run --tuner``; a listener records every tick:
 
-- ``series``: time (s) and the OSC RPC throughput summed over every OSC (MB/s) of each interval;
+- ``series``: time (s) and the OSC RPC throughput summed over every OSC (MB/s) of each interval,
+  with its read and write RPCs' shares;
 - ``trajectories``: ``max_pages_per_rpc`` and ``max_rpcs_in_flight`` in force on the OSCs that
   carried the most data (up to :data:`TRACKED_OSCS`), tick by tick;
 - ``decide_ms``: the tuner's mean decision time per tick (wall clock) for every OSC of every
@@ -40,6 +41,8 @@ def tuned_run(
     scenario = parse_scenario(text, source, overrides)
     times: list[float] = []
     totals: list[float] = []
+    reads: list[float] = []
+    writes: list[float] = []
     configs: list[dict[str, tuple[int, int]]] = []
     carried: dict[str, float] = {}
     decide: list[float] = []
@@ -49,6 +52,8 @@ def tuned_run(
             return
         times.append(report.time)
         totals.append(sum(report.mbps.values()))
+        reads.append(sum(report.read_mbps.values()))
+        writes.append(sum(report.write_mbps.values()))
         for osc, mbps in report.mbps.items():
             carried[osc] = carried.get(osc, 0.0) + mbps
         configs.append({osc: (c["max_pages_per_rpc"], c["max_rpcs_in_flight"]) for osc, c in report.configs.items()})
@@ -68,7 +73,7 @@ def tuned_run(
         **({"dlio": result["dlio"]} if "dlio" in result else {}),
         "decide_ms": 1e3 * statistics.fmean(decide[1:] or decide) if decide else 0.0,
         "decide_first_ms": 1e3 * decide[0] if decide else 0.0,
-        "series": {"time": times, "osc_mbps": totals},
+        "series": {"time": times, "osc_mbps": totals, "osc_read_mbps": reads, "osc_write_mbps": writes},
         "trajectories": {
             osc: {
                 "max_pages_per_rpc": [tick.get(osc, (0, 0))[0] for tick in configs],

@@ -129,6 +129,8 @@ FILEBENCH_WORKLOADS = tuple(
 )
 H5BENCH_WORKLOADS = ("h5bench.vpic", "h5bench.bdcats")
 WORKLOADS = (*FILEBENCH_WORKLOADS, "ior", *H5BENCH_WORKLOADS, "dlio")
+_READERS = frozenset({"filebench.seqread", "filebench.randomread", "filebench.wholefileread", "h5bench.bdcats", "dlio"})
+_WRITERS = frozenset({"filebench.seqwrite", "filebench.randomwrite", "filebench.wholefilewrite", "h5bench.vpic"})
 
 _TOP_KEYS = ("name", "seed", "duration", "probe_interval", "cluster", "tunables", "jobs")
 _COMMON_JOB_KEYS = (
@@ -288,6 +290,19 @@ class Job:
     h5bench: H5Options | None = None
     dlio: DlioOptions | None = None
     cached: bool = False
+
+    @property
+    def moves(self) -> frozenset[str]:
+        """What the job's application does with its data: ``{"read"}``, ``{"write"}`` or both.
+
+        IOR writes and reads back; filebench's ``*rw`` personalities do both; VPIC-IO writes;
+        BDCATS-IO, DLIO and the read personalities read files that exist before the job starts.
+        """
+        if self.workload in _READERS:
+            return frozenset({"read"})
+        if self.workload in _WRITERS:
+            return frozenset({"write"})
+        return frozenset({"read", "write"})
 
 
 @dataclass(frozen=True)

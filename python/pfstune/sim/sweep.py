@@ -83,6 +83,7 @@ def run_scenario(scenario: Scenario, marks_s: Sequence[float] = ()) -> dict[str,
 
     With ``marks_s`` (increasing times in seconds, the first 0), the result also holds
     ``phase_osc_mbps``: the OSC MB/s of each span from one mark to the next (the last to the end),
+    and ``phase_osc_read_mbps`` and ``phase_osc_write_mbps``, its read and write RPCs' shares,
     which is how the bench finds the best static configuration of each phase.
     """
     engine = Engine(scenario)
@@ -91,15 +92,21 @@ def run_scenario(scenario: Scenario, marks_s: Sequence[float] = ()) -> dict[str,
         return engine.result()
     end_ns = scenario.duration_ns
     bounds = [round(t * 1e9) for t in marks_s] + [end_ns]
-    phase_mbps: list[float] = []
-    carried = 0
+    phases: dict[str, list[float]] = {"read": [], "write": []}
+    carried = {"read": 0, "write": 0}
     for start, stop in itertools.pairwise(bounds):
         engine.run(until_ns=stop)
         totals = engine.totals()
-        osc_bytes = totals["osc_read_bytes"] + totals["osc_write_bytes"]
-        phase_mbps.append((osc_bytes - carried) / ((stop - start) / 1e9) / 1e6 if stop > start else 0.0)
-        carried = osc_bytes
-    return {**engine.result(), "phase_osc_mbps": phase_mbps}
+        for op, moved in phases.items():
+            now = totals[f"osc_{op}_bytes"]
+            moved.append((now - carried[op]) / ((stop - start) / 1e9) / 1e6 if stop > start else 0.0)
+            carried[op] = now
+    return {
+        **engine.result(),
+        "phase_osc_mbps": [r + w for r, w in zip(phases["read"], phases["write"], strict=True)],
+        "phase_osc_read_mbps": phases["read"],
+        "phase_osc_write_mbps": phases["write"],
+    }
 
 
 def with_tunables(scenario: Scenario, config: Config) -> Scenario:
