@@ -164,6 +164,27 @@ def test_settling_holds_the_best_configuration_measured() -> None:
     assert tuner._states[OSC].hold > 0
 
 
+def test_gains_within_the_tolerance_do_not_displace_the_first_configuration() -> None:
+    # a flat surface measured with noise: each step gains 1%, within the 5% tolerance, and no
+    # configuration is 5% better than the first: settling goes back to the first
+    tuner = IOPathTuneTuner(period=1.0, patience=4)
+    config, rate = dict(DEFAULT), 200.0
+    for _ in range(5):
+        config = _period(tuner, config, (rate, rate))
+        rate *= 1.01
+    assert config == DEFAULT
+    assert tuner._states[OSC].hold > 0
+    # with 3% per step, the gains add up beyond the tolerance: the last best of them is held
+    tuner = IOPathTuneTuner(period=1.0, patience=4)
+    config, rate, measured = dict(DEFAULT), 200.0, []
+    for _ in range(5):
+        measured.append(config)
+        config = _period(tuner, config, (rate, rate))
+        rate *= 1.03
+    # 200, 206, 212.2 (5% above 200), 218.5, 225.1 (5% above 212.2) MB/s
+    assert config == measured[4] == {"max_pages_per_rpc": 256, "max_rpcs_in_flight": 32}
+
+
 def test_a_new_workload_starts_without_the_old_trend() -> None:
     tuner = IOPathTuneTuner(period=1.0)
     config = _period(tuner, dict(DEFAULT), (200.0, 200.0))  # read workload: step rif 8 -> 16

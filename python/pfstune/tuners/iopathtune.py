@@ -22,7 +22,9 @@ The poster describes the policy in a few lines; this is the reading implemented 
 - **Settling**: after ``patience`` consecutive steps without a gain the tuner goes back to the
   best configuration it measured since the workload (or the last hold) began and holds it for
   ``hold_periods`` periods before probing again, so a converged OSC is not disturbed every
-  period and small losses within ``tolerance`` do not add up.  A period whose measured half
+  period and small losses within ``tolerance`` do not add up.  A configuration becomes the best
+  only by beating the best so far by more than ``tolerance``: on a flat surface the search
+  returns to where it started, not to whichever configuration the noise favoured last.  A period whose measured half
   moved nothing (idle, or a burst that ended early) changes nothing.
 - **Steps that do not take effect**: a reversal puts back the value before the step; a step the
   actuator refused or changed (the OSC is not at the value asked for) is dropped, and the next
@@ -161,7 +163,7 @@ class IOPathTuneTuner(Tuner):
         if state.step is not None and len(state.step) == 4 and config[state.step[0]] != state.step[3]:
             # the step did not take effect (refused, or changed since): judge nothing, start again
             state.baseline, state.step = None, None
-        if state.hold == 0 and (state.best is None or throughput > state.best[0]):
+        if state.hold == 0 and (state.best is None or throughput > state.best[0] * (1 + self.tolerance)):
             state.best = [throughput, config["max_pages_per_rpc"], config["max_rpcs_in_flight"]]
         return self._decide(state, config, context.bounds, throughput)
 
