@@ -27,7 +27,7 @@ impl<T> Default for ChunkedDeque<T> {
 
 impl<T: Copy> ChunkedDeque<T> {
     pub fn new() -> Self {
-        ChunkedDeque { blocks: VecDeque::new(), head: 0, len: 0 }
+        Self::default()
     }
 
     pub fn len(&self) -> usize {
