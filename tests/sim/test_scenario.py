@@ -217,6 +217,34 @@ def test_dlio_models_are_dlio_published_configurations_and_keys_override_them() 
     assert (megatron.read_threads, megatron.computation_ns, megatron.transfer_size) == (4, 0, 2048)
 
 
+
+@pytest.mark.parametrize(("value", "expected"), [("0.968", 968_000_000), ("2", 2_000_000_000), ("30ms", 30_000_000)])
+def test_dlio_computation_time_takes_dlio_s_bare_seconds(value: str, expected: int) -> None:
+    text = doc(f"[{{name: d, client: 0, workload: dlio, model: bert, computation_time: {value}}}]")
+    options = parse_scenario(text, "t.yaml").jobs[0].dlio
+    assert options is not None
+    assert options.computation_ns == expected
+
+
+@pytest.mark.parametrize("value", [".inf", "-1", "true"])
+def test_dlio_computation_time_refuses_what_is_no_duration(value: str) -> None:
+    text = doc(f"[{{name: d, client: 0, workload: dlio, model: bert, computation_time: {value}}}]")
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.computation_time"):
+        parse_scenario(text, "t.yaml")
+
+
+def test_choices_take_the_tools_own_spelling_in_any_case() -> None:
+    # IOR is run with -a POSIX / -a MPIIO and h5bench's JSON says "READ_OPTION": "FULL"
+    ior = parse_scenario(doc("[{name: i, client: 0, workload: ior, api: MPIIO}]"), "t.yaml").jobs[0].ior
+    assert ior is not None
+    assert ior.api == "mpiio"
+    text = doc("[{name: b, client: 0, workload: h5bench.bdcats, read_option: Partial, to_read_num_particles: 1024}]")
+    h5 = parse_scenario(text, "t.yaml").jobs[0].h5bench
+    assert h5 is not None
+    assert h5.read_option == "partial"
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.api: 'POSIXX' is not an IOR api"):
+        parse_scenario(doc("[{name: i, client: 0, workload: ior, api: POSIXX}]"), "t.yaml")
+
 def test_tunable_values_become_strings() -> None:
     scenario = parse_scenario(
         doc(top="tunables: {osc.checksums: false, osc.max_dirty_mb: 512, llite.max_cached_mb: '4096'}\n"), "t.yaml"

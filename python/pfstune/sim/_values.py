@@ -4,7 +4,7 @@ Each raises :class:`~pfstune.errors.UserError` with a message about the value on
 adds where it was (file and key path).
 
 >>> from pfstune.units import parse_size
->>> integer(1)(5), positive(parse_size)("1m"), choice("OST kind", "ssd", "hdd")("ssd")
+>>> integer(1)(5), positive(parse_size)("1m"), choice("OST kind", "ssd", "hdd")("SSD")
 (5, 1048576, 'ssd')
 """
 
@@ -68,12 +68,15 @@ def positive(parse: Callable[[object], _Number]) -> Callable[[object], _Number]:
 
 
 def choice(what: str, *options: str) -> Callable[[object], str]:
-    """One of ``options``; ``what`` names the kind of value in the error."""
+    """One of ``options``, in any letter case (IOR's ``-a POSIX``, h5bench's ``"READ_OPTION": "FULL"``);
+    returned as spelled in ``options``.  ``what`` names the kind of value in the error."""
+    canonical = {option.lower(): option for option in options}
 
     def convert(value: object) -> str:
-        if not isinstance(value, str) or value not in options:
+        found = canonical.get(value.lower()) if isinstance(value, str) else None
+        if found is None:
             raise UserError(f"{value!r} is not an {what} ({' or '.join(options)})")
-        return value
+        return found
 
     return convert
 

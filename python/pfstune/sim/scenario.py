@@ -55,14 +55,16 @@ workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overr
 shuffled offsets; default npz), ``files`` (num_files_train), ``samples_per_file``,
 ``sample_size`` (record_length; these three are required unless ``model`` gives them),
 ``transfer_size`` (default the sample size), ``read_threads`` (1 per client;
-each client is one rank), ``batch_size`` (1), ``computation_time`` (per batch, 0s) and
-``prefetch_size`` (2).
+each client is one rank), ``batch_size`` (1), ``computation_time`` (per batch, 0s; a bare number
+is seconds, as in DLIO's own configuration files) and ``prefetch_size`` (2).
 
 Validation is strict: an unknown key at any level, a missing required key, a bad size or
 duration, an out-of-range client, an unknown workload or tunable, ``stop <= start`` or a YAML
 syntax error raises :class:`~pfstune.errors.ScenarioError` with a one-line message naming the
 file and the key path, e.g. ``scenario.yaml: jobs[1]: unknown key 'iosze' (did you mean
-'iosize'?)``.
+'iosize'?)``.  Keys are lower case; a value chosen from a list (``api``, ``read_option``,
+``format``, ``ost_kind``, ...) is taken in any letter case, as the tools spell them
+(IOR's ``POSIX``, h5bench's ``FULL``).
 
 Values stay within what pfsim's 64-bit arithmetic holds: sizes up to 1 EiB (a workload's file
 too), durations up to 1000h, counts up to 2^31 - 1; in ``cluster``, bandwidths of at least 1 kB/s,
@@ -84,6 +86,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -91,7 +94,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from pfstune.errors import ScenarioError, UserError
+from pfstune.errors import ScenarioError, UnitError, UserError
 from pfstune.sim._values import boolean, choice, integer, positive, text
 from pfstune.sim.presets import DEFAULT_PRESET, FIELDS, PRESETS, resolve_field
 from pfstune.textfiles import check_is_a_file
@@ -219,6 +222,19 @@ _H5_ELEMENT = 4
 
 _T = TypeVar("_T")
 _REQUIRED: Any = object()
+
+
+def dlio_seconds(value: object) -> int:
+    """Nanoseconds of a DLIO ``computation_time``: a duration, or a bare number of seconds.
+
+    DLIO's own YAML gives it as seconds without a unit (``computation_time: 0.968``), so a
+    configuration copied from it must work; elsewhere a duration needs its unit.
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise UnitError(f"{value!r} is not a duration")
+        return parse_duration(f"{value!r}s")
+    return parse_duration(value)
 
 
 @dataclass(frozen=True)
@@ -809,6 +825,6 @@ class _Builder:
             transfer_size=transfer,
             read_threads=self.get(merged, "read_threads", path, integer(1, 256), 1),
             batch_size=self.get(merged, "batch_size", path, integer(1), 1),
-            computation_ns=self.get(merged, "computation_time", path, parse_duration, 0),
+            computation_ns=self.get(merged, "computation_time", path, dlio_seconds, 0),
             prefetch=self.get(merged, "prefetch_size", path, integer(1, 1024), 2),
         )
