@@ -217,7 +217,6 @@ def test_dlio_models_are_dlio_published_configurations_and_keys_override_them() 
     assert (megatron.read_threads, megatron.computation_ns, megatron.transfer_size) == (4, 0, 2048)
 
 
-
 @pytest.mark.parametrize(("value", "expected"), [("0.968", 968_000_000), ("2", 2_000_000_000), ("30ms", 30_000_000)])
 def test_dlio_computation_time_takes_dlio_s_bare_seconds(value: str, expected: int) -> None:
     text = doc(f"[{{name: d, client: 0, workload: dlio, model: bert, computation_time: {value}}}]")
@@ -244,6 +243,7 @@ def test_choices_take_the_tools_own_spelling_in_any_case() -> None:
     assert h5.read_option == "partial"
     with pytest.raises(ScenarioError, match=r"jobs\[0\]\.api: 'POSIXX' is not an IOR api"):
         parse_scenario(doc("[{name: i, client: 0, workload: ior, api: POSIXX}]"), "t.yaml")
+
 
 def test_tunable_values_become_strings() -> None:
     scenario = parse_scenario(
