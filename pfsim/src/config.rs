@@ -44,6 +44,11 @@ pub struct ClusterConfig {
     pub fsname: String,
     pub clients: usize,
     pub client_ram_bytes: u64,
+    /// Clean file data the node's page cache keeps, bytes (None: up to Lustre's
+    /// `max_cached_mb`). Dirty pages and pages in write RPCs do not count and are never
+    /// dropped for it: the kernel reclaims clean pages only.
+    #[serde(default)]
+    pub client_page_cache_bytes: Option<u64>,
     pub client_cpus: u32,
     pub oss: usize,
     pub osts_per_oss: usize,

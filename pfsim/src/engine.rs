@@ -209,6 +209,7 @@ impl Sim {
                 ra_range_pages: 256,
                 ra_async_active: (c.client_cpus / 2).max(1),
                 max_cached_pages: ram_pages / 2,
+                page_cache_pages: c.client_page_cache_bytes.map_or(u64::MAX, |b| (b / PAGE).max(1)),
                 checksums: true,
                 fast_read: true,
                 statahead_max: 32,
@@ -1271,6 +1272,79 @@ impl Sim {
         self.oscs[osc_i as usize].cached_pages += added;
         let most = self.clients[client].max_cached_pages;
         self.shrink_cache(client, most);
+        let cl = &self.clients[client];
+        let keep = cl.page_cache_pages.saturating_add(cl.dirty_pages);
+        if cl.cached_pages > keep {
+            self.shrink_clean(client, keep);
+        }
+    }
+
+    /// Drop `client`'s least recently cached clean pages until at most `target` pages remain, as
+    /// the kernel reclaims its page cache for the node's other uses (`client_page_cache`). Pages
+    /// that are dirty or in a write RPC cannot be reclaimed: they go back to the LRU's end. One
+    /// pass over the LRU at most.
+    fn shrink_clean(&mut self, client: usize, target: u64) {
+        let mut budget = self.clients[client].lru.len();
+        while self.clients[client].cached_pages > target && budget > 0 {
+            budget -= 1;
+            let Some(entry) = self.clients[client].lru.pop_front() else { break };
+            let (file, first, last) = (entry.file(), entry.first(), entry.last());
+            let o = self.lru_osc(client, file, first);
+            let pinned = self.pinned_pages(client, file, first, last);
+            let mut at = first;
+            for &(s, e) in &pinned {
+                if s > at {
+                    self.drop_cached(client, file, at, s - 1, o);
+                }
+                at = e + 1;
+            }
+            if at <= last {
+                self.drop_cached(client, file, at, last, o);
+            }
+            for &(s, e) in &pinned {
+                push_lru(&mut self.clients[client].lru, file, s, e, LruEntry::MOST_PAGES);
+            }
+        }
+    }
+
+    /// The runs of pages [first, last] of `file` (one LRU entry: one object) that `client` holds
+    /// dirty or in a write RPC, in file pages, in order.
+    fn pinned_pages(&self, client: usize, file: u32, first: u64, last: u64) -> Vec<(u64, u64)> {
+        let f = &self.files[file as usize];
+        let (stripe, o_first) = f.map(first);
+        let o_last = o_first + (last - first);
+        let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
+        let Some(oc) = self.oscs[osc_i as usize].objects.get(&f.obj_ids[stripe]) else { return Vec::new() };
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        if let Some((_, x)) = oc.extents.range(..o_first).next_back() {
+            if x.end >= o_first {
+                runs.push((o_first, x.end.min(o_last)));
+            }
+        }
+        for (&s, x) in oc.extents.range(o_first..=o_last) {
+            runs.push((s, x.end.min(o_last)));
+        }
+        if !oc.writeback.is_empty() {
+            let mut at = o_first;
+            for (s, e) in oc.writeback.gaps(o_first, o_last) {
+                if s > at {
+                    runs.push((at, s - 1));
+                }
+                at = e + 1;
+            }
+            if at <= o_last {
+                runs.push((at, o_last));
+            }
+        }
+        runs.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        for (s, e) in runs {
+            match merged.last_mut() {
+                Some(m) if s <= m.1 + 1 => m.1 = m.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged.into_iter().map(|(s, e)| (s - o_first + first, e - o_first + first)).collect()
     }
 
     /// Drop `client`'s least recently cached pages until at most `target` pages remain.

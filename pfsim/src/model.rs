@@ -472,6 +472,9 @@ pub struct Client {
     pub ra_range_pages: u64,
     pub ra_async_active: u32,
     pub max_cached_pages: u64,
+    /// Clean pages the node's page cache keeps (`client_page_cache`; u64::MAX: no limit
+    /// but `max_cached_pages`). Pages that are dirty or in a write RPC are kept beyond it.
+    pub page_cache_pages: u64,
     pub checksums: bool,
     pub fast_read: bool,
     pub statahead_max: u32,

@@ -38,6 +38,9 @@ PRESETS: dict[str, dict[str, Any]] = {
             "2x480 GB SATA SSD, 25 GbE"
         ),
         lustre_version="2.15.5", fsname="hasanfs", clients=5, client_ram="128g", client_cpus=16,
+        # what DIAL's clients kept of the files they read (docs/calibration.md, "The real
+        # clients' page cache"); IOPathTune's testbed has no data to say, so Lustre's limit alone
+        client_page_cache="850m",
         oss=4, osts_per_oss=2, oss_threads=256,
         net_bandwidth="2800m", net_stream_bandwidth="700m", net_latency="25us",
         ost_kind="ssd", ost_read_bw="500m", ost_write_bw="300m", ost_read_latency="20us",
@@ -55,6 +58,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "1 TB 7200 rpm HDD, 10 GbE"
         ),
         lustre_version="2.15.5", fsname="lustre", clients=5, client_ram="192g", client_cpus=20,
+        client_page_cache="none",
         oss=4, osts_per_oss=1, oss_threads=128,
         net_bandwidth="1150m", net_stream_bandwidth="350m", net_latency="30us",
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
@@ -100,6 +104,13 @@ _rate = bounded(positive(parse_rate), "1k (bytes/s)", low=1000.0)
 _delay = bounded(parse_duration, "10s", high=10 * 10**9)
 
 
+def _page_cache(value: object) -> int | None:
+    """Clean file data the node's page cache keeps: a size, or ``none`` (Lustre's ``max_cached_mb`` alone)."""
+    if isinstance(value, str) and value.lower() == "none":
+        return None
+    return int(positive(parse_size)(value))
+
+
 @dataclass(frozen=True)
 class Field:
     """One preset field: how to check and convert its value, and its engine config key."""
@@ -114,6 +125,7 @@ FIELDS: dict[str, Field] = {
     "fsname": Field(_fsname, "fsname"),
     "clients": Field(integer(1), "clients"),
     "client_ram": Field(positive(parse_size), "client_ram_bytes"),
+    "client_page_cache": Field(_page_cache, "client_page_cache_bytes"),
     "client_cpus": Field(integer(1, 4096), "client_cpus"),
     "oss": Field(integer(1), "oss"),
     "osts_per_oss": Field(integer(1), "osts_per_oss"),

@@ -1,0 +1,92 @@
+"""The node's page cache (preset field ``client_page_cache``): clean pages are kept only so far.
+
+DIAL's real clients kept about 850 MiB of the data they read (docs/calibration.md, "The real
+clients' page cache"): a 10 GiB file read over and over came from the OSTs every time.  Pages
+that are dirty or in a write RPC cannot be reclaimed and stay whatever the limit.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pfstune.errors import ScenarioError
+from pfstune.sim.engine import Engine
+from pfstune.sim.presets import PRESETS, resolve_field
+from pfstune.sim.scenario import parse_scenario
+
+
+def engine(job: str, page_cache: str, duration: str = "20s") -> Engine:
+    text = (
+        f"name: cache\nseed: 1\nduration: {duration}\n"
+        f"cluster: {{preset: cloudlab-c6525, clients: 1, client_page_cache: {page_cache}}}\n"
+        f"jobs:\n  - {job}\n"
+    )
+    return Engine(parse_scenario(text, "cache.yaml"))
+
+
+def read_hits(e: Engine, seconds: int) -> list[float]:
+    """Per second: the share of the application's reads that no read RPC carried."""
+    shares = []
+    before = e.totals()
+    for second in range(1, seconds + 1):
+        e.run(second * 10**9)
+        now = e.totals()
+        app = now["app_read_bytes"] - before["app_read_bytes"]
+        osc = now["osc_read_bytes"] - before["osc_read_bytes"]
+        shares.append(1 - osc / app if app else 0.0)
+        before = now
+    return shares
+
+
+SEQREAD = "{name: r, client: 0, workload: filebench.seqread, iosize: 1m, filesize: 1g, stripe_count: 1}"
+
+
+def test_a_file_larger_than_the_page_cache_is_read_again_from_the_osts() -> None:
+    # 1 GiB at about 500 MB/s: every pass after the first 2-3 s rereads the file
+    unlimited = read_hits(engine(SEQREAD, "none"), 8)
+    small = read_hits(engine(SEQREAD, "256m"), 8)
+    assert unlimited[-1] > 0.99  # Lustre's own limit (64 GiB) keeps the whole file
+    assert max(small) < 0.01  # sequential passes through an LRU smaller than the file find nothing
+
+
+def test_random_reads_find_the_share_of_the_file_the_cache_holds() -> None:
+    job = "{name: r, client: 0, workload: filebench.randomread, iosize: 1m, filesize: 2g, stripe_count: 1}"
+    shares = read_hits(engine(job, "512m", duration="40s"), 40)
+    # after the cache has filled, a random read finds about 512 MiB / 2 GiB of the file
+    assert 0.2 < sum(shares[-10:]) / 10 < 0.3
+
+
+def test_dirty_pages_stay_cached_beyond_the_limit() -> None:
+    # a writer far ahead of its OST: hundreds of MiB dirty, more than the 64 MiB page cache
+    job = "{name: w, client: 0, workload: filebench.seqwrite, iosize: 1m, filesize: 4g, stripe_count: 1}"
+    e = engine(job, "64m", duration="4s")
+    (client,) = e.clients()
+    osc = client["osc"]
+    most_dirty = 0
+    for tenth in range(1, 41):
+        e.run(tenth * 10**8)
+        dirty = sum(int(e.get_param(0, f"osc.{name}.cur_dirty_bytes")) for name in osc)
+        used = re.search(r"used_mb: (\d+)", e.get_param(0, f"llite.{client['llite']}.max_cached_mb"))
+        assert used is not None
+        assert int(used.group(1)) >= dirty // 2**20  # every dirty page is still in the cache
+        most_dirty = max(most_dirty, dirty)
+        e.check_invariants()
+    assert most_dirty > 256 * 2**20
+
+
+def test_the_field_shows_in_no_lustre_file() -> None:
+    # it is the node's memory, not a Lustre tunable: max_cached_mb stays Lustre's default
+    e = engine(SEQREAD, "256m")
+    (client,) = e.clients()
+    text = e.get_param(0, f"llite.{client['llite']}.max_cached_mb")
+    assert "max_cached_mb: 65536" in text
+
+
+def test_the_field_takes_a_size_or_none() -> None:
+    assert resolve_field("client_page_cache", "850m") == ("client_page_cache_bytes", 850 * 2**20)
+    assert resolve_field("client_page_cache", "none") == ("client_page_cache_bytes", None)
+    assert PRESETS["cloudlab-c6525"]["client_page_cache"] == "850m"
+    with pytest.raises(ScenarioError, match=r"cluster\.client_page_cache"):
+        engine(SEQREAD, "0")
