@@ -1324,7 +1324,7 @@ impl Sim {
         for (&s, x) in oc.extents.range(o_first..=o_last) {
             runs.push((s, x.end.min(o_last)));
         }
-        if !oc.writeback.is_empty() {
+        if oc.writeback.first_in(o_first, o_last).is_some() {
             let mut at = o_first;
             for (s, e) in oc.writeback.gaps(o_first, o_last) {
                 if s > at {
