@@ -39,7 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         ),
         lustre_version="2.15.5", fsname="hasanfs", clients=5, client_ram="128g", client_cpus=16,
         # what DIAL's clients kept of the files they read (docs/calibration.md, "The real
-        # clients' page cache"); IOPathTune's testbed has no data to say, so Lustre's limit alone
+        # clients' page cache")
         client_page_cache="850m",
         oss=4, osts_per_oss=2, oss_threads=256,
         net_bandwidth="2800m", net_stream_bandwidth="700m", net_latency="25us",
@@ -58,7 +58,7 @@ PRESETS: dict[str, dict[str, Any]] = {
             "1 TB 7200 rpm HDD, 10 GbE"
         ),
         lustre_version="2.15.5", fsname="lustre", clients=5, client_ram="192g", client_cpus=20,
-        client_page_cache="none",
+        client_page_cache="none",  # no data on IOPathTune's clients: Lustre's max_cached_mb alone
         oss=4, osts_per_oss=1, oss_threads=128,
         net_bandwidth="1150m", net_stream_bandwidth="350m", net_latency="30us",
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
