@@ -1270,20 +1270,20 @@ impl Sim {
         cl.cached_pages += added;
         push_lru(&mut cl.lru, file, first, last, LruEntry::MOST_PAGES);
         self.oscs[osc_i as usize].cached_pages += added;
-        let most = self.clients[client].max_cached_pages;
-        self.shrink_cache(client, most);
+        // Lustre's max_cached_mb counts every page; the node's page cache only the clean ones
         let cl = &self.clients[client];
-        let keep = cl.page_cache_pages.saturating_add(cl.dirty_pages);
+        let keep = cl.max_cached_pages.min(cl.page_cache_pages.saturating_add(cl.dirty_pages));
         if cl.cached_pages > keep {
-            self.shrink_clean(client, keep);
+            self.shrink_cache(client, keep);
         }
     }
 
-    /// Drop `client`'s least recently cached clean pages until at most `target` pages remain, as
-    /// the kernel reclaims its page cache for the node's other uses (`client_page_cache`). Pages
-    /// that are dirty or in a write RPC cannot be reclaimed: they go back to the LRU's end. One
-    /// pass over the LRU at most.
-    fn shrink_clean(&mut self, client: usize, target: u64) {
+    /// Drop `client`'s least recently cached clean pages until at most `target` pages remain
+    /// (`osc_lru_shrink()` for `max_cached_mb`; the kernel's reclaim for `client_page_cache`).
+    /// Pages that are dirty or in a write RPC cannot be dropped: they go back to the LRU's end,
+    /// and the cache stays above `target` while they hold it. (Lustre would make the writer wait
+    /// for an LRU slot instead; pfsim lets it write.) One pass over the LRU at most.
+    pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
         let mut budget = self.clients[client].lru.len();
         while self.clients[client].cached_pages > target && budget > 0 {
             budget -= 1;
@@ -1345,15 +1345,6 @@ impl Sim {
             }
         }
         merged.into_iter().map(|(s, e)| (s - o_first + first, e - o_first + first)).collect()
-    }
-
-    /// Drop `client`'s least recently cached pages until at most `target` pages remain.
-    pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
-        while self.clients[client].cached_pages > target {
-            let Some(e) = self.clients[client].lru.pop_front() else { break };
-            let o = self.lru_osc(client, e.file(), e.first());
-            self.drop_cached(client, e.file(), e.first(), e.last(), o);
-        }
     }
 
     /// The OSC of `client` that holds page `page` of `file` (that of an LRU entry starting there).

@@ -76,6 +76,22 @@ def test_dirty_pages_stay_cached_beyond_the_limit() -> None:
     assert most_dirty > 256 * 2**20
 
 
+def test_lustres_max_cached_mb_drops_no_dirty_page_either() -> None:
+    # Lustre counts dirty pages against max_cached_mb but never drops them (a writer waits for a
+    # slot instead; pfsim lets it write): a read of dirty data must find it cached
+    job = "{name: w, client: 0, workload: filebench.seqwrite, iosize: 1m, filesize: 4g, stripe_count: 1}"
+    e = engine(job, "none", duration="4s")
+    e.set_all("llite.max_cached_mb", "64")
+    (client,) = e.clients()
+    e.run(2 * 10**9)
+    dirty = sum(int(e.get_param(0, f"osc.{name}.cur_dirty_bytes")) for name in client["osc"])
+    used = re.search(r"used_mb: (\d+)", e.get_param(0, f"llite.{client['llite']}.max_cached_mb"))
+    assert used is not None
+    assert dirty > 256 * 2**20
+    assert int(used.group(1)) >= dirty // 2**20
+    e.check_invariants()
+
+
 def test_the_field_shows_in_no_lustre_file() -> None:
     # it is the node's memory, not a Lustre tunable: max_cached_mb stays Lustre's default
     e = engine(SEQREAD, "256m")
