@@ -1291,15 +1291,12 @@ impl Sim {
             let (file, first, last) = (entry.file(), entry.first(), entry.last());
             let o = self.lru_osc(client, file, first);
             let pinned = self.pinned_pages(client, file, first, last);
-            let mut at = first;
-            for &(s, e) in &pinned {
-                if s > at {
-                    self.drop_cached(client, file, at, s - 1, o);
-                }
-                at = e + 1;
+            if pinned.is_empty() {
+                self.drop_cached(client, file, first, last, o); // the usual case, without allocating
+                continue;
             }
-            if at <= last {
-                self.drop_cached(client, file, at, last, o);
+            for (s, e) in run_gaps(&pinned, first, last) {
+                self.drop_cached(client, file, s, e, o);
             }
             for &(s, e) in &pinned {
                 push_lru(&mut self.clients[client].lru, file, s, e, LruEntry::MOST_PAGES);
@@ -1325,16 +1322,7 @@ impl Sim {
             runs.push((s, x.end.min(o_last)));
         }
         if oc.writeback.first_in(o_first, o_last).is_some() {
-            let mut at = o_first;
-            for (s, e) in oc.writeback.gaps(o_first, o_last) {
-                if s > at {
-                    runs.push((at, s - 1));
-                }
-                at = e + 1;
-            }
-            if at <= o_last {
-                runs.push((at, o_last));
-            }
+            runs.extend(run_gaps(&oc.writeback.gaps(o_first, o_last), o_first, o_last));
         }
         runs.sort_unstable();
         let mut merged: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
@@ -2533,6 +2521,22 @@ pub fn interval_remove(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
         }
     }
     removed
+}
+
+/// Sub-ranges of [s, e] not covered by `runs` (sorted, disjoint, within [s, e]).
+fn run_gaps(runs: &[(u64, u64)], s: u64, e: u64) -> Vec<(u64, u64)> {
+    let mut gaps = Vec::new();
+    let mut at = s;
+    for &(a, b) in runs {
+        if a > at {
+            gaps.push((at, a - 1));
+        }
+        at = b + 1;
+    }
+    if at <= e {
+        gaps.push((at, e));
+    }
+    gaps
 }
 
 /// Sub-ranges of [s, e] not covered by the set.

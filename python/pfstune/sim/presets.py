@@ -108,7 +108,7 @@ def _page_cache(value: object) -> int | None:
     """Clean file data the node's page cache keeps: a size, or ``none`` (Lustre's ``max_cached_mb`` alone)."""
     if isinstance(value, str) and value.lower() == "none":
         return None
-    return int(positive(parse_size)(value))
+    return positive(parse_size)(value)
 
 
 @dataclass(frozen=True)
