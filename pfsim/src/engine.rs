@@ -1410,6 +1410,8 @@ impl Sim {
         let cl = &self.clients[client];
         let (per_file, whole) = (cl.ra_max_pages_per_file, cl.ra_max_read_ahead_whole_pages);
         let ras = &mut self.threads[tid as usize].ras[slot];
+        // the state ras_update() checks a miss against: the window as the last read left it
+        let (window_before, ra_next_before, next_before) = (ras.window, ras.ra_next, ras.next_page);
         let sequential = match ras.next_page {
             Some(n) => p0 + 8 >= n && p0 <= n + 8,
             None => false,
@@ -1435,9 +1437,10 @@ impl Sim {
                 ras.window = fsize_pages;
             }
         }
+        let whole_file = ras.reads >= 1 && fsize_pages <= whole;
         ras.reads += 1;
         ras.next_page = Some(p1 + 1);
-        let window = ras.window;
+        let mut window = ras.window;
         // the window ends on an RPC boundary so read-ahead forms whole RPCs; in stride mode it
         // counts from the read's first page and starts no earlier than the stride
         let (ra_from, window_end) = if stride {
@@ -1479,6 +1482,27 @@ impl Sim {
         // reaches it; a miss for a page the read must fetch itself. Other cached pages are
         // uptodate and served by the fast read, which counts nothing.
         let miss_pages: u64 = sync_runs.iter().map(|(s, e)| e - s + 1).sum();
+        // ras_update(): a miss on a page the window had already read ahead (reclaimed, or
+        // dropped by a lock cancel, before the reader came) resets the window, and read-ahead
+        // starts again after the missed pages once reads are sequential again
+        // (RA_STAT_MISS_IN_WINDOW; a whole-file read-ahead checks no miss)
+        if let (Some(&(m, _)), Some(&(_, last_miss)), Some(prev)) = (sync_runs.first(), sync_runs.last(), next_before) {
+            let start = prev.saturating_sub(1) / rpc_pages * rpc_pages;
+            if !whole_file && window_before > 0 && m < ra_next_before && m >= start && m < start + window_before {
+                let ras = &mut self.threads[tid as usize].ras[slot];
+                ras.window = 0;
+                ras.consecutive = 0;
+                ras.ra_next = last_miss + 1;
+                if !stride {
+                    ras.consecutive_bytes = 0;
+                    ras.reset_stride();
+                } else if m / rpc_pages * rpc_pages * PAGE < ras.stride_offset {
+                    ras.reset_stride(); // stride mode keeps its detector while the window is on it
+                }
+                window = 0;
+                self.clients[client].ra_stats.add_n(RaCtr::MissInsideWindow, 1);
+            }
+        }
         let cl = &mut self.clients[client];
         // marks of pages no longer there (evicted, dropped by a lock cancel) are stale
         for &(s, e) in &sync_runs {

@@ -58,6 +58,27 @@ def test_random_reads_find_the_share_of_the_file_the_cache_holds() -> None:
     assert 0.2 < sum(shares[-10:]) / 10 < 0.3
 
 
+def ra_counter(e: Engine, name: str) -> int:
+    (client,) = e.clients()
+    text = e.get_param(0, f"llite.{client['llite']}.read_ahead_stats")
+    found = re.search(rf"^{name}\s+(\d+) samples", text, re.MULTILINE)
+    return int(found.group(1)) if found else 0
+
+
+def test_read_ahead_the_cache_dropped_unread_resets_the_window_and_is_read_ahead_again() -> None:
+    # four readers of files striped over all eight OSTs: replies come back out of order, and
+    # read-ahead the readers have not reached yet outgrows a 64 MiB cache. A reader that then
+    # misses a page its window had read ahead resets the window (ras_update(),
+    # miss_inside_window) and read-ahead starts again after it; pfsim before this rule kept the
+    # window where it was and read everything behind it one read() at a time (misses 4x hits)
+    job = "{name: r, client: 0, workload: filebench.seqread, iosize: 1m, filesize: 4g, threads: 4, stripe_count: -1}"
+    e = engine(job, "64m", duration="10s")
+    e.run()
+    assert ra_counter(e, "miss_inside_window") > 0
+    assert ra_counter(e, "hits") > 10 * ra_counter(e, "misses")
+    e.check_invariants()
+
+
 def test_dirty_pages_stay_cached_beyond_the_limit() -> None:
     # a writer far ahead of its OST: hundreds of MiB dirty, more than the 64 MiB page cache
     job = "{name: w, client: 0, workload: filebench.seqwrite, iosize: 1m, filesize: 4g, stripe_count: 1}"
