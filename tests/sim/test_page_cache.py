@@ -127,3 +127,35 @@ def test_the_field_takes_a_size_or_none() -> None:
     assert PRESETS["cloudlab-c6525"]["client_page_cache"] == "850m"
     with pytest.raises(ScenarioError, match=r"cluster\.client_page_cache"):
         engine(SEQREAD, "0")
+
+
+def test_a_reclaim_behind_many_dirty_entries_still_keeps_clean_pages_to_the_limit() -> None:
+    # 64 KiB random writes with 16-page RPCs leave thousands of dirty entries at the LRU's front,
+    # more than one reclaim sends to its end (RECLAIM_ROTATE_MAX); a reader that follows must
+    # still find the clean pages held to max_cached_mb, and the cache at it once the writes are out
+    text = (
+        "name: cache\nseed: 1\nduration: 6s\n"
+        "cluster: {preset: cloudlab-c6525, clients: 1}\n"
+        "tunables: {osc.max_pages_per_rpc: 16, llite.max_cached_mb: 64}\n"
+        "jobs:\n"
+        "  - {name: w, client: 0, workload: filebench.randomwrite, iosize: 64k, filesize: 1g,"
+        " stripe_count: 1, stop: 1s}\n"
+        "  - {name: r, client: 0, workload: filebench.seqread, iosize: 1m, filesize: 2g,"
+        " stripe_count: 1, start: 2s}\n"
+    )
+    e = Engine(parse_scenario(text, "cache.yaml"))
+    (client,) = e.clients()
+    most_dirty = used_mb = dirty = 0
+    for half in range(1, 13):
+        e.run(half * 5 * 10**8)
+        used = re.search(r"used_mb: (\d+)", e.get_param(0, f"llite.{client['llite']}.max_cached_mb"))
+        assert used is not None
+        used_mb = int(used.group(1))
+        dirty = sum(int(e.get_param(0, f"osc.{name}.cur_dirty_bytes")) for name in client["osc"]) // 2**20
+        most_dirty = max(most_dirty, dirty)
+        if half >= 5:  # the reader caches pages from 2 s on: clean pages at most the limit and a read
+            assert used_mb - dirty <= 64 + 2
+    assert most_dirty > 512
+    assert used_mb == 64
+    assert dirty == 0
+    e.check_invariants()
