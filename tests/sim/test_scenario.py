@@ -217,7 +217,10 @@ def test_dlio_models_are_dlio_published_configurations_and_keys_override_them() 
     assert (megatron.read_threads, megatron.computation_ns, megatron.transfer_size) == (4, 0, 2048)
 
 
-@pytest.mark.parametrize(("value", "expected"), [("0.968", 968_000_000), ("2", 2_000_000_000), ("30ms", 30_000_000)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("0.968", 968_000_000), ("2", 2_000_000_000), ("30ms", 30_000_000), ("1.0e-05", 10_000)],
+)
 def test_dlio_computation_time_takes_dlio_s_bare_seconds(value: str, expected: int) -> None:
     text = doc(f"[{{name: d, client: 0, workload: dlio, model: bert, computation_time: {value}}}]")
     options = parse_scenario(text, "t.yaml").jobs[0].dlio

@@ -233,7 +233,7 @@ def dlio_seconds(value: object) -> int:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise UnitError(f"{value!r} is not a duration")
-        return parse_duration(f"{value!r}s")
+        return parse_duration(f"{value:.9f}s")  # fixed-point: repr() writes 1e-05
     return parse_duration(value)
 
 
