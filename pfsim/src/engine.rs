@@ -115,11 +115,6 @@ pub struct Sim {
 /// How long the simulated clients have been up when a scenario starts.
 pub const UPTIME_AT_START_NS: u64 = 86_400_000_000_000;
 
-/// The most LRU entries one page-cache reclaim sends to the LRU's end because their pages are
-/// dirty or in a write RPC (`shrink_cache`). Most repo scenarios never meet that many in one
-/// reclaim; with the bound 81 of the 84 print what they printed without it (docs/pfsim.md).
-const RECLAIM_ROTATE_MAX: usize = 256;
-
 fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }
@@ -226,6 +221,7 @@ impl Sim {
                 cached_pages: 0,
                 dirty_pages: 0,
                 lru: Default::default(),
+                held: BTreeMap::new(),
                 reclaim_count: 0,
                 stats: LliteStats::new(t0),
                 ra_stats: RaStats::new(t0),
@@ -861,6 +857,17 @@ impl Sim {
         self.files[file as usize].removed = true;
         for client in 0..self.clients.len() {
             self.clients[client].ra_marks.remove(&file);
+            if let Some(held) = self.clients[client].held.remove(&file) {
+                for (s, e) in held {
+                    let mut p = s;
+                    while p <= e {
+                        let q = self.files[file as usize].chunk_end(p).min(e);
+                        let o = self.lru_osc(client, file, p);
+                        self.uncache(client, file, p, q, o);
+                        p = q + 1;
+                    }
+                }
+            }
             let f = &self.files[file as usize];
             let on = f.on(client);
             if on.cache.is_empty() && on.dirty_pages == 0 {
@@ -899,7 +906,7 @@ impl Sim {
                 }
                 self.check_rpcs(osc_i);
             }
-            // every cached page lies in an LRU entry of the client
+            // every other cached page lies in an LRU entry of the client
             let entries: Vec<LruEntry> = self.clients[client].lru.iter().filter(|e| e.file() == file).copied().collect();
             for e in entries {
                 let o = self.lru_osc(client, file, e.first());
@@ -1275,7 +1282,12 @@ impl Sim {
         cl.cached_pages += added;
         push_lru(&mut cl.lru, file, first, last, LruEntry::MOST_PAGES);
         self.oscs[osc_i as usize].cached_pages += added;
-        // Lustre's max_cached_mb counts every page; the node's page cache only the clean ones
+        self.shrink_if_over(client);
+    }
+
+    /// Reclaim if `client` caches more than it may keep: Lustre's `max_cached_mb` counts every
+    /// page, the node's page cache only the clean ones.
+    fn shrink_if_over(&mut self, client: usize) {
         let cl = &self.clients[client];
         let keep = cl.max_cached_pages.min(cl.page_cache_pages.saturating_add(cl.dirty_pages));
         if cl.cached_pages > keep {
@@ -1285,16 +1297,14 @@ impl Sim {
 
     /// Drop `client`'s least recently cached clean pages until at most `target` pages remain
     /// (`osc_lru_shrink()` for `max_cached_mb`; the kernel's reclaim for `client_page_cache`).
-    /// Pages that are dirty or in a write RPC cannot be dropped: they go back to the LRU's end,
-    /// and the cache stays above `target` while they hold it. (Lustre would make the writer wait
-    /// for an LRU slot instead; pfsim lets it write.) One pass over the LRU at most, and at most
-    /// `RECLAIM_ROTATE_MAX` entries sent to the end: a call stops there, and the cache stays above
-    /// `target` until a later call gets past the dirty entries (the kernel's reclaim, too, scans a
-    /// bounded batch per call). Without the bound, a client with many more dirty entries than
-    /// clean pages it may keep walked every dirty entry at every page it cached.
+    /// Pages that are dirty or in a write RPC cannot be dropped: they leave the LRU for the
+    /// client's held set until a write RPC's reply makes them clean (`release_held`), and the
+    /// cache stays above `target` while they hold it. (Lustre would make the writer wait for an
+    /// LRU slot instead; pfsim lets it write.) One pass over the LRU at most; an entry leaves it
+    /// once, so a reclaim behind many dirty entries walks each of them once, not at every page
+    /// cached.
     pub(crate) fn shrink_cache(&mut self, client: usize, target: u64) {
         let mut budget = self.clients[client].lru.len();
-        let mut rotated = 0usize;
         while self.clients[client].cached_pages > target && budget > 0 {
             budget -= 1;
             let Some(entry) = self.clients[client].lru.pop_front() else { break };
@@ -1308,13 +1318,46 @@ impl Sim {
             for (s, e) in run_gaps(&pinned, first, last) {
                 self.drop_cached(client, file, s, e, o);
             }
+            let held = self.clients[client].held.entry(file).or_default();
             for &(s, e) in &pinned {
-                push_lru(&mut self.clients[client].lru, file, s, e, LruEntry::MOST_PAGES);
+                interval_insert(held, s, e);
             }
-            rotated += 1;
-            if rotated >= RECLAIM_ROTATE_MAX {
-                break;
+        }
+    }
+
+    /// Pages [s, e] of object `obj` of `file` came back from a write RPC of `client`: those of
+    /// them the reclaim held go to the LRU's end, but for pages still dirty.
+    fn release_held(&mut self, client: usize, file: u32, obj: u64, s: u64, e: u64) {
+        let f = &self.files[file as usize];
+        let Some(stripe) = f.obj_ids.iter().position(|&o| o == obj) else { return };
+        for (fs, fe) in object_to_file_runs(f, stripe as u64, s, e) {
+            let Some(held) = self.clients[client].held.get_mut(&file) else { return };
+            let mut parts: Vec<(u64, u64)> = Vec::new();
+            for (&a, &b) in held.range(..=fe).rev() {
+                if b < fs {
+                    break;
+                }
+                parts.push((a.max(fs), b.min(fe)));
             }
+            parts.reverse();
+            for &(a, b) in &parts {
+                interval_remove(held, a, b);
+            }
+            for (a, b) in parts {
+                // [a, b] lies in one stripe unit, so in one object, as `pinned_pages` needs
+                let pinned = self.pinned_pages(client, file, a, b);
+                let cl = &mut self.clients[client];
+                for (gs, ge) in run_gaps(&pinned, a, b) {
+                    push_lru(&mut cl.lru, file, gs, ge, LruEntry::MOST_PAGES);
+                }
+                let held = cl.held.entry(file).or_default();
+                for (ps, pe) in pinned {
+                    interval_insert(held, ps, pe);
+                }
+            }
+        }
+        if self.clients[client].held.get(&file).is_some_and(|h| h.is_empty()) {
+            self.clients[client].held.remove(&file);
         }
     }
 
@@ -2102,6 +2145,18 @@ impl Sim {
             }
             let cl = &mut self.clients[client];
             cl.dirty_pages -= rpc.pages.min(cl.dirty_pages);
+            if !cl.held.is_empty() {
+                for &(f, _) in &rpc.files {
+                    if self.clients[client].held.contains_key(&f) {
+                        for &(s, e) in &rpc.extents {
+                            self.release_held(client, f, rpc.obj, s, e);
+                        }
+                    }
+                }
+                // pages back in the LRU over the limit are reclaimed at once, as Lustre's
+                // osc_lru_add_batch() queues its LRU work when the cache holds too much
+                self.shrink_if_over(client);
+            }
             let osc = &mut self.oscs[osc_i as usize];
             let mut waiters = std::mem::take(&mut osc.cache_waiters);
             waiters.append(&mut osc.writeback_waiters);
@@ -2259,6 +2314,21 @@ impl Sim {
             }
             if !crate::dlm::queued_behind(&self.lock_waiters, i) && !locks.iter().any(conflicting) {
                 return Err(format!("lock request of thread {} left waiting with nothing in its way", w.tid));
+            }
+        }
+        // the reclaim holds a page only while it is dirty or in a write RPC
+        for (c, cl) in self.clients.iter().enumerate() {
+            for (&file, held) in &cl.held {
+                for (&s, &e) in held {
+                    let mut p = s;
+                    while p <= e {
+                        let q = self.files[file as usize].chunk_end(p).min(e);
+                        if let Some(&(gs, ge)) = run_gaps(&self.pinned_pages(c, file, p, q), p, q).first() {
+                            return Err(format!("client {c} holds pages [{gs}, {ge}] of file {file}, which are clean"));
+                        }
+                        p = q + 1;
+                    }
+                }
             }
         }
         // nothing of a removed file stays in a page cache; its dirty pages are those of its
@@ -2559,6 +2629,25 @@ pub fn interval_remove(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
         }
     }
     removed
+}
+
+/// Object pages [s, e] of stripe `stripe` of `f` as file pages: one run per stripe unit (one
+/// run when the file has a single stripe), in order. The inverse of `File::map`.
+fn object_to_file_runs(f: &File, stripe: u64, s: u64, e: u64) -> Vec<(u64, u64)> {
+    let n = f.osts.len() as u64;
+    if n == 1 {
+        return vec![(s, e)];
+    }
+    let sp = f.stripe_size / PAGE;
+    let mut runs = Vec::new();
+    let mut p = s;
+    while p <= e {
+        let unit_end = ((p / sp) * sp + sp - 1).min(e);
+        let fp = ((p / sp) * n + stripe) * sp + p % sp;
+        runs.push((fp, fp + (unit_end - p)));
+        p = unit_end + 1;
+    }
+    runs
 }
 
 /// Sub-ranges of [s, e] not covered by `runs` (sorted, disjoint, within [s, e]).

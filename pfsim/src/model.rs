@@ -487,6 +487,11 @@ pub struct Client {
     pub dirty_pages: u64,
     /// Ranges put in the page cache, oldest first.
     pub lru: crate::chunked::ChunkedDeque<LruEntry>,
+    /// Per file: cached pages the reclaim met at the LRU's front while they were dirty or in a
+    /// write RPC, in file pages (disjoint runs). They stay out of the LRU until a write RPC's
+    /// reply makes them clean, and then go to its end, as Linux rotates a page whose write-back
+    /// ends (`rotate_reclaimable_page()`). Only files with such pages have an entry.
+    pub held: BTreeMap<u32, BTreeMap<u64, u64>>,
     pub reclaim_count: u32,
     pub stats: LliteStats,
     pub ra_stats: RaStats,

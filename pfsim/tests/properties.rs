@@ -131,7 +131,17 @@ impl Case {
             // which treats 0 as "not set yet" when max_pages_per_rpc is applied
             sim.set_everywhere("osc.max_dirty_mb", &mb.to_string()).expect("max_dirty_mb");
         }
+        if let Some(mb) = self.max_cached_mb() {
+            sim.set_everywhere("llite.max_cached_mb", &mb.to_string()).expect("max_cached_mb");
+        }
         sim
+    }
+
+    /// A page cache smaller than the dirty pages on a third of the cases (the reclaim then meets
+    /// dirty pages and holds them aside), drawn from the seed so that the strategy, and the
+    /// saved regressions, keep their shape.
+    fn max_cached_mb(&self) -> Option<u64> {
+        [None, Some(64), Some(256)][(self.seed % 3) as usize] // 64 MiB is the least Lustre takes
     }
 }
 
@@ -468,16 +478,16 @@ proptest! {
         if !case.has_writers() {
             prop_assert_eq!(t.osc_write_bytes, 0);
         }
-        // each client fetches a page at most once: its cache (half of 128 GiB) never fills here,
-        // and no lock cancel discards it
+        // each client fetches a page at most once: its cache (half of 128 GiB) never fills here
+        // unless the case makes it small, and no lock cancel discards it
         let file_bytes: u64 = sim.files.iter().map(|f| f.size.div_ceil(PAGE) * PAGE).sum();
-        if sim.oscs.iter().all(never_called_back) {
+        if sim.oscs.iter().all(never_called_back) && case.max_cached_mb().is_none() {
             prop_assert!(t.osc_read_bytes <= file_bytes * case.clients as u64, "{}: read RPCs {} > {} file bytes", w, t.osc_read_bytes, file_bytes);
         }
         if case.pure_reader() && t.app_read_bytes > 0 {
             prop_assert!(t.osc_read_bytes > 0, "{}: reads without read RPCs", w);
         }
-        if case.sequential_reader_without_wrap() {
+        if case.sequential_reader_without_wrap() && case.max_cached_mb().is_none() {
             let per_file_ra = sim.clients[0].ra_max_pages_per_file * PAGE;
             let readers = (case.threads as usize * case.clients) as u64;
             prop_assert!(t.osc_read_bytes >= t.app_read_bytes, "{}: read {} but RPCs brought {}", w, t.app_read_bytes, t.osc_read_bytes);

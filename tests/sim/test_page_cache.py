@@ -131,8 +131,8 @@ def test_the_field_takes_a_size_or_none() -> None:
 
 def test_a_reclaim_behind_many_dirty_entries_still_keeps_clean_pages_to_the_limit() -> None:
     # 64 KiB random writes with 16-page RPCs leave thousands of dirty entries at the LRU's front,
-    # more than one reclaim sends to its end (RECLAIM_ROTATE_MAX); a reader that follows must
-    # still find the clean pages held to max_cached_mb, and the cache at it once the writes are out
+    # which the reclaim holds aside until they are written; a reader that follows must still
+    # find the clean pages held to max_cached_mb, and the cache at it once the writes are out
     text = (
         "name: cache\nseed: 1\nduration: 6s\n"
         "cluster: {preset: cloudlab-c6525, clients: 1}\n"
