@@ -2706,9 +2706,29 @@ fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64
 
 #[cfg(test)]
 mod tests {
-    use super::{human_over, stride_runs_within, take_pages, PAGE};
-    use crate::model::Readahead;
+    use super::{human_over, object_to_file_runs, stride_runs_within, take_pages, PAGE};
+    use crate::model::{File, Readahead};
     use crate::rng::Rng;
+
+    #[test]
+    fn object_pages_map_back_to_the_file_pages_they_came_from() {
+        for (count, unit) in [(1u32, 1u64 << 20), (4, 64 << 10), (3, 1 << 20)] {
+            let f = File::new(1 << 30, unit, (0..count).collect(), (0..count as u64).map(|i| 100 + i).collect(), 1);
+            let sp = unit / PAGE;
+            for stripe in 0..count as u64 {
+                for (s, e) in [(0, 0), (0, 3 * sp - 1), (sp - 1, sp), (5, 2 * sp + 7)] {
+                    let runs = object_to_file_runs(&f, stripe, s, e);
+                    let pages: Vec<u64> = runs.iter().flat_map(|&(a, b)| a..=b).collect();
+                    assert_eq!(pages.len() as u64, e - s + 1, "{count} stripes, stripe {stripe}, [{s}, {e}]: {runs:?}");
+                    for (i, &page) in pages.iter().enumerate() {
+                        assert_eq!(f.map(page), (stripe as usize, s + i as u64), "{count} stripes, file page {page}");
+                    }
+                    // one run per stripe unit, each inside one (so in one object)
+                    assert!(runs.iter().all(|&(a, b)| b <= f.chunk_end(a)), "{runs:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn an_overflow_message_never_reads_as_equal_figures() {
