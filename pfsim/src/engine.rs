@@ -1370,13 +1370,13 @@ impl Sim {
         let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
         let Some(oc) = self.oscs[osc_i as usize].objects.get(&f.obj_ids[stripe]) else { return Vec::new() };
         let mut runs: Vec<(u64, u64)> = Vec::new();
-        if let Some((_, x)) = oc.extents.range(..o_first).next_back() {
-            if x.end >= o_first {
-                runs.push((o_first, x.end.min(o_last)));
+        // dirty extents are disjoint, so their ends rise with their starts: one walk back from
+        // o_last finds every one that overlaps (a reclaim asks this of every entry it drops)
+        for (&s, x) in oc.extents.range(..=o_last).rev() {
+            if x.end < o_first {
+                break;
             }
-        }
-        for (&s, x) in oc.extents.range(o_first..=o_last) {
-            runs.push((s, x.end.min(o_last)));
+            runs.push((s.max(o_first), x.end.min(o_last)));
         }
         if oc.writeback.first_in(o_first, o_last).is_some() {
             runs.extend(run_gaps(&oc.writeback.gaps(o_first, o_last), o_first, o_last));
