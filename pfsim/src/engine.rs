@@ -858,14 +858,11 @@ impl Sim {
         for client in 0..self.clients.len() {
             self.clients[client].ra_marks.remove(&file);
             if let Some(held) = self.clients[client].held.remove(&file) {
-                for (s, e) in held {
-                    let mut p = s;
-                    while p <= e {
-                        let q = self.files[file as usize].chunk_end(p).min(e);
-                        let o = self.lru_osc(client, file, p);
-                        self.uncache(client, file, p, q, o);
-                        p = q + 1;
-                    }
+                let f = &self.files[file as usize];
+                let runs: Vec<(u64, u64)> = held.iter().flat_map(|(&s, &e)| f.chunks(s, e)).collect();
+                for (s, e) in runs {
+                    let o = self.lru_osc(client, file, s);
+                    self.uncache(client, file, s, e, o);
                 }
             }
             let f = &self.files[file as usize];
@@ -1325,12 +1322,16 @@ impl Sim {
         }
     }
 
-    /// Pages [s, e] of object `obj` of `file` came back from a write RPC of `client`: those of
-    /// them the reclaim held go to the LRU's end, but for pages still dirty.
-    fn release_held(&mut self, client: usize, file: u32, obj: u64, s: u64, e: u64) {
+    /// A write RPC of `client` carried `extents` (object pages) of object `obj` of `file`: the
+    /// pages of them the reclaim held go to the LRU's end, but for pages still dirty.
+    fn release_held(&mut self, client: usize, file: u32, obj: u64, extents: &[(u64, u64)]) {
+        if !self.clients[client].held.contains_key(&file) {
+            return;
+        }
         let f = &self.files[file as usize];
         let Some(stripe) = f.obj_ids.iter().position(|&o| o == obj) else { return };
-        for (fs, fe) in object_to_file_runs(f, stripe as u64, s, e) {
+        let runs: Vec<(u64, u64)> = extents.iter().flat_map(|&(s, e)| f.object_runs(stripe, s, e)).collect();
+        for (fs, fe) in runs {
             let Some(held) = self.clients[client].held.get_mut(&file) else { return };
             let mut parts: Vec<(u64, u64)> = Vec::new();
             for (&a, &b) in held.range(..=fe).rev() {
@@ -2147,11 +2148,7 @@ impl Sim {
             cl.dirty_pages -= rpc.pages.min(cl.dirty_pages);
             if !cl.held.is_empty() {
                 for &(f, _) in &rpc.files {
-                    if self.clients[client].held.contains_key(&f) {
-                        for &(s, e) in &rpc.extents {
-                            self.release_held(client, f, rpc.obj, s, e);
-                        }
-                    }
+                    self.release_held(client, f, rpc.obj, &rpc.extents);
                 }
                 // pages back in the LRU over the limit are reclaimed at once, as Lustre's
                 // osc_lru_add_batch() queues its LRU work when the cache holds too much
@@ -2319,14 +2316,9 @@ impl Sim {
         // the reclaim holds a page only while it is dirty or in a write RPC
         for (c, cl) in self.clients.iter().enumerate() {
             for (&file, held) in &cl.held {
-                for (&s, &e) in held {
-                    let mut p = s;
-                    while p <= e {
-                        let q = self.files[file as usize].chunk_end(p).min(e);
-                        if let Some(&(gs, ge)) = run_gaps(&self.pinned_pages(c, file, p, q), p, q).first() {
-                            return Err(format!("client {c} holds pages [{gs}, {ge}] of file {file}, which are clean"));
-                        }
-                        p = q + 1;
+                for (s, e) in held.iter().flat_map(|(&s, &e)| self.files[file as usize].chunks(s, e)) {
+                    if let Some(&(gs, ge)) = run_gaps(&self.pinned_pages(c, file, s, e), s, e).first() {
+                        return Err(format!("client {c} holds pages [{gs}, {ge}] of file {file}, which are clean"));
                     }
                 }
             }
@@ -2631,25 +2623,6 @@ pub fn interval_remove(set: &mut BTreeMap<u64, u64>, s: u64, e: u64) -> u64 {
     removed
 }
 
-/// Object pages [s, e] of stripe `stripe` of `f` as file pages: one run per stripe unit (one
-/// run when the file has a single stripe), in order. The inverse of `File::map`.
-fn object_to_file_runs(f: &File, stripe: u64, s: u64, e: u64) -> Vec<(u64, u64)> {
-    let n = f.osts.len() as u64;
-    if n == 1 {
-        return vec![(s, e)];
-    }
-    let sp = f.stripe_size / PAGE;
-    let mut runs = Vec::new();
-    let mut p = s;
-    while p <= e {
-        let unit_end = ((p / sp) * sp + sp - 1).min(e);
-        let fp = ((p / sp) * n + stripe) * sp + p % sp;
-        runs.push((fp, fp + (unit_end - p)));
-        p = unit_end + 1;
-    }
-    runs
-}
-
 /// Sub-ranges of [s, e] not covered by `runs` (sorted, disjoint, within [s, e]).
 fn run_gaps(runs: &[(u64, u64)], s: u64, e: u64) -> Vec<(u64, u64)> {
     let mut gaps = Vec::new();
@@ -2706,29 +2679,9 @@ fn overlapping(map: &BTreeMap<u64, (u64, u32)>, s: u64, e: u64) -> Vec<(u64, u64
 
 #[cfg(test)]
 mod tests {
-    use super::{human_over, object_to_file_runs, stride_runs_within, take_pages, PAGE};
-    use crate::model::{File, Readahead};
+    use super::{human_over, stride_runs_within, take_pages, PAGE};
+    use crate::model::Readahead;
     use crate::rng::Rng;
-
-    #[test]
-    fn object_pages_map_back_to_the_file_pages_they_came_from() {
-        for (count, unit) in [(1u32, 1u64 << 20), (4, 64 << 10), (3, 1 << 20)] {
-            let f = File::new(1 << 30, unit, (0..count).collect(), (0..count as u64).map(|i| 100 + i).collect(), 1);
-            let sp = unit / PAGE;
-            for stripe in 0..count as u64 {
-                for (s, e) in [(0, 0), (0, 3 * sp - 1), (sp - 1, sp), (5, 2 * sp + 7)] {
-                    let runs = object_to_file_runs(&f, stripe, s, e);
-                    let pages: Vec<u64> = runs.iter().flat_map(|&(a, b)| a..=b).collect();
-                    assert_eq!(pages.len() as u64, e - s + 1, "{count} stripes, stripe {stripe}, [{s}, {e}]: {runs:?}");
-                    for (i, &page) in pages.iter().enumerate() {
-                        assert_eq!(f.map(page), (stripe as usize, s + i as u64), "{count} stripes, file page {page}");
-                    }
-                    // one run per stripe unit, each inside one (so in one object)
-                    assert!(runs.iter().all(|&(a, b)| b <= f.chunk_end(a)), "{runs:?}");
-                }
-            }
-        }
-    }
 
     #[test]
     fn an_overflow_message_never_reads_as_equal_figures() {

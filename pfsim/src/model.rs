@@ -652,6 +652,38 @@ impl File {
         let sp = self.stripe_size / PAGE;
         (page / sp) * sp + sp - 1
     }
+
+    /// File pages [s, e] in runs that each lie in one stripe chunk (so in one object), in order.
+    pub fn chunks(&self, s: u64, e: u64) -> Vec<(u64, u64)> {
+        let mut runs = Vec::new();
+        let mut p = s;
+        while p <= e {
+            let q = self.chunk_end(p).min(e);
+            runs.push((p, q));
+            let Some(next) = q.checked_add(1) else { break };
+            p = next;
+        }
+        runs
+    }
+
+    /// Object pages [s, e] of stripe `stripe` as file pages: one run per stripe chunk, in order.
+    /// The inverse of `map`.
+    pub fn object_runs(&self, stripe: usize, s: u64, e: u64) -> Vec<(u64, u64)> {
+        let n = self.osts.len() as u64;
+        if n == 1 {
+            return vec![(s, e)];
+        }
+        let sp = self.stripe_size / PAGE;
+        let mut runs = Vec::new();
+        let mut p = s;
+        while p <= e {
+            let unit_end = ((p / sp) * sp + sp - 1).min(e);
+            let fp = ((p / sp) * n + stripe as u64) * sp + p % sp;
+            runs.push((fp, fp + (unit_end - p)));
+            p = unit_end + 1;
+        }
+        runs
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -779,10 +811,33 @@ pub struct Rpc {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_lru, File, LruEntry, Readahead, Workers};
+    use super::{push_lru, File, LruEntry, Readahead, Workers, PAGE};
 
     /// A client that never had anything of a file holds nothing of it and takes no room; the
     /// users come out in client order, whatever order they came in.
+    #[test]
+    fn object_pages_map_back_to_the_file_pages_they_came_from() {
+        for (count, unit) in [(1u32, 1u64 << 20), (4, 64 << 10), (3, 1 << 20)] {
+            let f = File::new(1 << 30, unit, (0..count).collect(), (0..count as u64).map(|i| 100 + i).collect(), 1);
+            let sp = unit / PAGE;
+            for stripe in 0..count as u64 {
+                for (s, e) in [(0, 0), (0, 3 * sp - 1), (sp - 1, sp), (5, 2 * sp + 7)] {
+                    let runs = f.object_runs(stripe as usize, s, e);
+                    let pages: Vec<u64> = runs.iter().flat_map(|&(a, b)| a..=b).collect();
+                    assert_eq!(pages.len() as u64, e - s + 1, "{count} stripes, stripe {stripe}, [{s}, {e}]: {runs:?}");
+                    for (i, &page) in pages.iter().enumerate() {
+                        assert_eq!(f.map(page), (stripe as usize, s + i as u64), "{count} stripes, file page {page}");
+                    }
+                    // one run per stripe unit, each inside one (so in one object), as `chunks` cuts
+                    assert!(runs.iter().all(|&(a, b)| b <= f.chunk_end(a)), "{runs:?}");
+                    for &(a, b) in &runs {
+                        assert_eq!(f.chunks(a, b), vec![(a, b)]);
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_file_keeps_state_only_for_the_clients_that_use_it() {
         let mut f = File::new(1 << 20, 1 << 20, vec![0], vec![1], 1000);
