@@ -206,7 +206,7 @@ impl Sim {
                 let found = f.locks[stripe].iter().find(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= start);
                 let Some(lock) = found else { return out };
                 let end = e.min(f.chunk_end(p)).min(p.saturating_add(lock.end - start)); // a lock may end at EOF (u64::MAX)
-                crate::engine::push_run(&mut out, p, end);
+                crate::intervals::push_run(&mut out, p, end);
                 p = end + 1;
             }
         }

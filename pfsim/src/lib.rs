@@ -1,10 +1,12 @@
 //! pfsim: a discrete-event simulator of a Lustre cluster that prints Lustre's own statistics
 //! text and accepts the same tunable writes, so tools written for real clients run against it.
 //!
-//! Components (one module each): `engine` (event loop, clients, OSCs, OSS), `device` (network
-//! links, OST devices), `workload` (application threads), `params` (parameter files by lctl
-//! name), `stats` (counters, histograms and their exact text), `parse` (the kernel's value
-//! parsers), `config` (the resolved scenario).
+//! Components (one module each): `engine` (the event loop and the cluster's state, with one
+//! module under it per behaviour: set-up, application threads, writes, reads, the page cache,
+//! RPCs), `dlm` (extent locks), `device` (network links, OST devices), `workload` (application
+//! threads' requests), `params` (parameter files by lctl name), `stats` (counters, histograms and
+//! their exact text), `parse` (the kernel's value parsers), `config` (the resolved scenario),
+//! `model` (clients, OSCs, files, RPCs), `pageset` and `intervals` (sets of pages).
 //!
 //! Two modules serve the pfstune agent rather than the simulator: `probe` (reading and parsing a
 //! client's statistics files for a tick) and `forest` (the leaves a model's trees leave open to
@@ -16,6 +18,7 @@ pub mod device;
 pub mod dlm;
 pub mod engine;
 pub mod forest;
+pub mod intervals;
 pub mod model;
 pub mod pageset;
 pub mod queue;

@@ -275,7 +275,7 @@ impl PageSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{interval_gaps, interval_insert, interval_remove};
+    use crate::intervals::{interval_gaps, interval_insert, interval_remove};
     use crate::rng::Rng;
     use std::collections::BTreeMap;
 
