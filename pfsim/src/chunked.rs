@@ -1,4 +1,5 @@
-//! A FIFO queue kept in fixed-size blocks.
+//! A FIFO queue kept in fixed-size blocks, with a push at the front for the few elements that
+//! jump the queue.
 //!
 //! `VecDeque` doubles its buffer as it grows and copies every element into the new one. A
 //! client's page-cache LRU holds one entry per range put in the cache and, on a node that
@@ -50,14 +51,30 @@ impl<T: Copy> ChunkedDeque<T> {
         self.len += 1;
     }
 
+    /// Put `v` before every element: into the front block's popped room, or a new front block
+    /// filled from its end (its unused front slots hold copies of `v` that are never read).
+    pub fn push_front(&mut self, v: T) {
+        match self.blocks.front_mut() {
+            Some(b) if self.head > 0 => {
+                self.head -= 1;
+                b[self.head] = v;
+            }
+            _ => {
+                self.blocks.push_front(vec![v; BLOCK]);
+                self.head = BLOCK - 1;
+            }
+        }
+        self.len += 1;
+    }
+
     pub fn pop_front(&mut self) -> Option<T> {
         let b = self.blocks.front()?;
         let v = b[self.head];
         self.head += 1;
         self.len -= 1;
         if self.head == b.len() {
-            // every element of the block has been popped (only the last block is partly
-            // filled, so when it is this one the queue is now empty)
+            // every element of the block has been popped (a block is full up to its end: the
+            // last one ends where the queue does, a front block made by `push_front` is full)
             self.blocks.pop_front();
             self.head = 0;
         }
@@ -91,12 +108,16 @@ mod tests {
         let mut x = 12345u64;
         for step in 0..40_000u64 {
             x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            match x >> 61 {
-                0..=4 => {
+            match x >> 60 {
+                0..=8 => {
                     a.push_back(step);
                     b.push_back(step);
                 }
-                5 | 6 => assert_eq!(a.pop_front(), b.pop_front()),
+                9 | 10 => {
+                    a.push_front(step);
+                    b.push_front(step);
+                }
+                11..=14 => assert_eq!(a.pop_front(), b.pop_front()),
                 _ => {
                     let m = (x >> 32) % 7;
                     a.retain(|v| v % 7 != m);

@@ -551,6 +551,16 @@ pub fn push_lru(lru: &mut crate::chunked::ChunkedDeque<LruEntry>, file: u32, fir
     }
 }
 
+/// Put pages [first, last] of `file` at the LRU's front, in the entries `push_lru` would cut
+/// and in the same order (the first page is the first the reclaim meets).
+pub fn push_lru_front(lru: &mut crate::chunked::ChunkedDeque<LruEntry>, file: u32, first: u64, last: u64, most: u64) {
+    let entries = (last - first) / most + 1;
+    for k in (0..entries).rev() {
+        let s = first + k * most;
+        lru.push_front(LruEntry::new(file, s, (last - s + 1).min(most)));
+    }
+}
+
 impl Client {
     /// Take pages [s, e] of `file` off the read-ahead marks, dropping the file's entry once it
     /// is empty; returns how many of them were marked.
@@ -811,7 +821,7 @@ pub struct Rpc {
 
 #[cfg(test)]
 mod tests {
-    use super::{push_lru, File, LruEntry, Readahead, Workers, PAGE};
+    use super::{push_lru, push_lru_front, File, LruEntry, Readahead, Workers, PAGE};
 
     /// A client that never had anything of a file holds nothing of it and takes no room; the
     /// users come out in client order, whatever order they came in.
@@ -853,7 +863,7 @@ mod tests {
     }
 
     /// A range longer than an entry may hold is cut into entries that cover it exactly, in
-    /// order; others take one entry each.
+    /// order, at either end; others take one entry each.
     #[test]
     fn lru_ranges_are_cut_into_entries_that_cover_them() {
         let mut lru = crate::chunked::ChunkedDeque::new();
@@ -862,6 +872,10 @@ mod tests {
         push_lru(&mut lru, 9, 0, 2, 3);
         let got: Vec<(u32, u64, u64)> = lru.iter().map(|e: &LruEntry| (e.file(), e.first(), e.last())).collect();
         assert_eq!(got, vec![(7, 10, 12), (7, 13, 15), (7, 16, 17), (8, 5, 5), (9, 0, 2)]);
+        // at the front, the range comes first and in order
+        push_lru_front(&mut lru, 6, 20, 26, 3);
+        let got: Vec<(u32, u64, u64)> = lru.iter().take(4).map(|e: &LruEntry| (e.file(), e.first(), e.last())).collect();
+        assert_eq!(got, vec![(6, 20, 22), (6, 23, 25), (6, 26, 26), (7, 10, 12)]);
         assert_eq!(std::mem::size_of::<LruEntry>(), 12);
         // the extremes of both fields
         let big = LruEntry::new(u32::MAX, (1 << 48) - 1, LruEntry::MOST_PAGES);

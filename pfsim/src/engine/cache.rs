@@ -64,7 +64,12 @@ impl Sim {
     }
 
     /// A write RPC of `client` carried `extents` (object pages) of object `obj` of `file`: the
-    /// pages of them the reclaim held go to the LRU's end, but for pages still dirty.
+    /// pages of them the reclaim held rejoin the LRU, but for pages still dirty. Where the node's
+    /// page cache is the tighter limit they go to its front, the next the reclaim drops: the
+    /// kernel's reclaim marked them for immediate reclaim when it met them under write-back, and
+    /// the end of their write-back moves them to the inactive list's tail, where it takes its
+    /// next pages (`folio_rotate_reclaimable()`). Under `max_cached_mb` they go to its end, as
+    /// Lustre's LRU takes a page back once its write is done (`osc_lru_add_batch()`).
     pub(super) fn release_held(&mut self, client: usize, file: u32, obj: u64, extents: &[(u64, u64)]) {
         if !self.clients[client].held.contains_key(&file) {
             return;
@@ -72,8 +77,9 @@ impl Sim {
         let f = &self.files[file as usize];
         let Some(stripe) = f.obj_ids.iter().position(|&o| o == obj) else { return };
         let runs: Vec<(u64, u64)> = extents.iter().flat_map(|&(s, e)| f.object_runs(stripe, s, e)).collect();
+        let mut clean: Vec<(u64, u64)> = Vec::new();
         for (fs, fe) in runs {
-            let Some(held) = self.clients[client].held.get_mut(&file) else { return };
+            let Some(held) = self.clients[client].held.get_mut(&file) else { break };
             let mut parts: Vec<(u64, u64)> = Vec::new();
             for (&a, &b) in held.range(..=fe).rev() {
                 if b < fs {
@@ -88,18 +94,25 @@ impl Sim {
             for (a, b) in parts {
                 // [a, b] lies in one stripe unit, so in one object, as `pinned_pages` needs
                 let pinned = self.pinned_pages(client, file, a, b);
-                let cl = &mut self.clients[client];
-                for (gs, ge) in run_gaps(&pinned, a, b) {
-                    push_lru(&mut cl.lru, file, gs, ge, LruEntry::MOST_PAGES);
-                }
-                let held = cl.held.entry(file).or_default();
+                clean.extend(run_gaps(&pinned, a, b));
+                let held = self.clients[client].held.entry(file).or_default();
                 for (ps, pe) in pinned {
                     interval_insert(held, ps, pe);
                 }
             }
         }
-        if self.clients[client].held.get(&file).is_some_and(|h| h.is_empty()) {
-            self.clients[client].held.remove(&file);
+        let cl = &mut self.clients[client];
+        if cl.page_cache_pages.saturating_add(cl.dirty_pages) < cl.max_cached_pages {
+            for &(s, e) in clean.iter().rev() {
+                push_lru_front(&mut cl.lru, file, s, e, LruEntry::MOST_PAGES);
+            }
+        } else {
+            for (s, e) in clean {
+                push_lru(&mut cl.lru, file, s, e, LruEntry::MOST_PAGES);
+            }
+        }
+        if cl.held.get(&file).is_some_and(|h| h.is_empty()) {
+            cl.held.remove(&file);
         }
     }
 
@@ -189,5 +202,85 @@ impl Sim {
             return;
         }
         self.clients[client].unmark_ra(file, s, e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::engine::Sim;
+    use crate::intervals::interval_insert;
+
+    /// One client, one OST, a writer that does not start within the test (only its file is used).
+    const ONE_CLIENT: &str = r#"{
+        "name": "c", "seed": 1, "duration_ns": 1000000000,
+        "probe_interval_ns": 500000000, "start_epoch_ns": 1718000000000000000,
+        "cluster": {"lustre_version": "2.15.5", "fsname": "hasanfs", "clients": 1, "client_ram_bytes": 137438953472,
+            "client_cpus": 16, "oss": 1, "osts_per_oss": 1, "oss_threads": 256, "net_bandwidth_bps": 2800000000.0,
+            "net_stream_bps": 700000000.0, "net_latency_ns": 25000, "ost_kind": "ssd", "ost_read_bw_bps": 500000000.0,
+            "ost_write_bw_bps": 300000000.0, "ost_read_latency_ns": 20000, "ost_write_latency_ns": 20000,
+            "ost_random_penalty_ns": 400000, "ost_scheduler": "none", "ost_channels": 8, "ost_stripe_bytes": 131072,
+            "ost_capacity_bytes": 472446402560, "ost_rpm": 0, "oss_service_ns": 20000, "client_rpc_ns": 12000,
+            "client_page_ns": 10000, "client_write_page_ns": 2200, "client_extent_ns": 5000, "client_syscall_ns": 10000,
+            "brw_size_bytes": 4194304},
+        "tunables": {},
+        "jobs": [{"name": "j", "clients": [0], "workload": "filebench.seqwrite", "threads": 1, "iosize": 1048576,
+            "filesize": 1073741824, "stripe_count": 1, "stripe_size": 1048576, "start_ns": 900000000, "stop_ns": 1000000000,
+            "fsync": false, "cached": false, "ior": null, "h5bench": null, "dlio": null}]
+    }"#;
+
+    /// Pages 0-9, 100-109 and 200-209 cached under a limit of 20, of which the reclaim dropped
+    /// 0-9 and held 100-109 (in a write RPC then); 300-309 are cached, and 200-209 go. The limit
+    /// falls to 10, and the write RPC's reply releases 100-109. Returns the pages left cached, in
+    /// LRU order, once the reclaim has run.
+    fn release_over_the_limit(node_page_cache: bool) -> Vec<(u64, u64)> {
+        let mut sim = Sim::new(Config::from_json(ONE_CLIENT).expect("config")).expect("sim");
+        let osc = sim.clients[0].oscs[sim.files[0].osts[0] as usize];
+        for first in [0, 100, 200] {
+            sim.insert_cached(0, 0, first, first + 9, osc);
+        }
+        let cl = &mut sim.clients[0];
+        if node_page_cache {
+            cl.page_cache_pages = 20;
+        } else {
+            cl.max_cached_pages = 20;
+        }
+        // what the reclaim did while 100-109 were in a write RPC: 0-9 dropped, 100-109 held
+        cl.lru.pop_front();
+        cl.lru.pop_front();
+        interval_insert(cl.held.entry(0).or_default(), 100, 109);
+        sim.uncache(0, 0, 0, 9, osc);
+        assert_eq!(sim.clients[0].cached_pages, 20);
+        sim.insert_cached(0, 0, 300, 309, osc); // over the limit again: 200-209 go, 100-109 stay held
+        assert_eq!(sim.clients[0].cached_pages, 20);
+        // the node (or the administrator) wants 10 pages back before the reply comes
+        let cl = &mut sim.clients[0];
+        if node_page_cache {
+            cl.page_cache_pages = 10;
+        } else {
+            cl.max_cached_pages = 10;
+        }
+        let obj = sim.files[0].obj_ids[0];
+        let (_, o_first) = sim.files[0].map(100);
+        sim.release_held(0, 0, obj, &[(o_first, o_first + 9)]);
+        sim.shrink_if_over(0);
+        assert!(sim.clients[0].held.is_empty());
+        sim.check_invariants().expect("invariants");
+        sim.clients[0].lru.iter().map(|e| (e.first(), e.last())).collect()
+    }
+
+    /// The kernel's reclaim marks a page it meets under write-back for immediate reclaim, and the
+    /// end of the write-back moves it to the inactive list's tail, where the reclaim takes its next
+    /// page (`folio_rotate_reclaimable()`): the released pages are the next to go.
+    #[test]
+    fn under_the_node_page_cache_written_pages_the_reclaim_met_go_first() {
+        assert_eq!(release_over_the_limit(true), vec![(300, 309)]);
+    }
+
+    /// Lustre's LRU takes a page back at its tail once its write is done (`osc_lru_add_batch()`),
+    /// behind the pages cached before it, and `osc_lru_shrink()` takes pages from its head.
+    #[test]
+    fn under_max_cached_mb_written_pages_rejoin_the_lru_behind_the_others() {
+        assert_eq!(release_over_the_limit(false), vec![(100, 109)]);
     }
 }
