@@ -21,17 +21,18 @@ mod write;
 
 pub use write::adjust_max_dirty;
 
+// The component modules take these through `use super::*`.
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use crate::config::{Config, JobConfig};
 use crate::device::{transfer, Device, Disk, Elevator, Link, Request};
+use crate::intervals::{interval_insert, interval_remove, overlapping, push_run, run_gaps};
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::stats::{LliteCtr, LliteStats, OscCtr, RaCtr, RaStats, TextStyle};
 use crate::workload::{self, Role};
-use crate::intervals::{interval_insert, interval_remove, overlapping, push_run, run_gaps};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ev {
