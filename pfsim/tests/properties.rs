@@ -131,8 +131,14 @@ impl Case {
             // which treats 0 as "not set yet" when max_pages_per_rpc is applied
             sim.set_everywhere("osc.max_dirty_mb", &mb.to_string()).expect("max_dirty_mb");
         }
-        if let Some(mb) = self.max_cached_mb() {
-            sim.set_everywhere("llite.max_cached_mb", &mb.to_string()).expect("max_cached_mb");
+        if let Some(mb) = self.small_cache_mb() {
+            if self.node_page_cache() {
+                for client in &mut sim.clients {
+                    client.page_cache_pages = mb * MIB / PAGE; // the preset field `client_page_cache`
+                }
+            } else {
+                sim.set_everywhere("llite.max_cached_mb", &mb.to_string()).expect("max_cached_mb");
+            }
         }
         sim
     }
@@ -140,8 +146,15 @@ impl Case {
     /// A page cache smaller than the dirty pages on a third of the cases (the reclaim then meets
     /// dirty pages and holds them aside), drawn from the seed so that the strategy, and the
     /// saved regressions, keep their shape.
-    fn max_cached_mb(&self) -> Option<u64> {
+    fn small_cache_mb(&self) -> Option<u64> {
         [None, Some(64), Some(256)][(self.seed % 3) as usize] // 64 MiB is the least Lustre takes
+    }
+
+    /// Whether the small cache is the node's page cache (clean pages only; the pages it held go
+    /// first once written) rather than Lustre's `max_cached_mb` (every page; they rejoin the
+    /// LRU's end): half of the small caches, from the seed as well.
+    fn node_page_cache(&self) -> bool {
+        (self.seed / 3) % 2 == 1
     }
 }
 
@@ -481,13 +494,13 @@ proptest! {
         // each client fetches a page at most once: its cache (half of 128 GiB) never fills here
         // unless the case makes it small, and no lock cancel discards it
         let file_bytes: u64 = sim.files.iter().map(|f| f.size.div_ceil(PAGE) * PAGE).sum();
-        if sim.oscs.iter().all(never_called_back) && case.max_cached_mb().is_none() {
+        if sim.oscs.iter().all(never_called_back) && case.small_cache_mb().is_none() {
             prop_assert!(t.osc_read_bytes <= file_bytes * case.clients as u64, "{}: read RPCs {} > {} file bytes", w, t.osc_read_bytes, file_bytes);
         }
         if case.pure_reader() && t.app_read_bytes > 0 {
             prop_assert!(t.osc_read_bytes > 0, "{}: reads without read RPCs", w);
         }
-        if case.sequential_reader_without_wrap() && case.max_cached_mb().is_none() {
+        if case.sequential_reader_without_wrap() && case.small_cache_mb().is_none() {
             let per_file_ra = sim.clients[0].ra_max_pages_per_file * PAGE;
             let readers = (case.threads as usize * case.clients) as u64;
             prop_assert!(t.osc_read_bytes >= t.app_read_bytes, "{}: read {} but RPCs brought {}", w, t.app_read_bytes, t.osc_read_bytes);
