@@ -489,8 +489,10 @@ pub struct Client {
     pub lru: crate::chunked::ChunkedDeque<LruEntry>,
     /// Per file: cached pages the reclaim met at the LRU's front while they were dirty or in a
     /// write RPC, in file pages (disjoint runs). They stay out of the LRU until a write RPC's
-    /// reply makes them clean, and then go to its end, as Linux rotates a page whose write-back
-    /// ends (`rotate_reclaimable_page()`). Only files with such pages have an entry.
+    /// reply makes them clean, and then go to its front under the node's page cache (the next
+    /// the reclaim drops, as Linux's `folio_rotate_reclaimable()`) or to its end under
+    /// `max_cached_mb` (Lustre's `osc_lru_add_batch()`): `Sim::release_held`. Only files with
+    /// such pages have an entry.
     pub held: BTreeMap<u32, BTreeMap<u64, u64>>,
     pub reclaim_count: u32,
     pub stats: LliteStats,
