@@ -275,3 +275,23 @@ impl Config {
         Ok(())
     }
 }
+
+/// For unit tests: the resolved scenario of three clients writing one file each on one OST (one
+/// thread each, from t = 0).
+#[cfg(test)]
+pub(crate) const TEST_THREE_CLIENTS: &str = r#"{
+    "name": "w", "seed": 1, "duration_ns": 1000000000,
+    "probe_interval_ns": 500000000, "start_epoch_ns": 1718000000000000000,
+    "cluster": {"lustre_version": "2.15.5", "fsname": "hasanfs", "clients": 3, "client_ram_bytes": 137438953472,
+        "client_cpus": 16, "oss": 1, "osts_per_oss": 1, "oss_threads": 256, "net_bandwidth_bps": 2800000000.0,
+        "net_stream_bps": 700000000.0, "net_latency_ns": 25000, "ost_kind": "ssd", "ost_read_bw_bps": 500000000.0,
+        "ost_write_bw_bps": 300000000.0, "ost_read_latency_ns": 20000, "ost_write_latency_ns": 20000,
+        "ost_random_penalty_ns": 400000, "ost_scheduler": "none", "ost_channels": 8, "ost_stripe_bytes": 131072,
+        "ost_capacity_bytes": 472446402560, "ost_rpm": 0, "oss_service_ns": 20000, "client_rpc_ns": 12000,
+        "client_page_ns": 10000, "client_write_page_ns": 2200, "client_extent_ns": 5000, "client_syscall_ns": 10000,
+        "brw_size_bytes": 4194304},
+    "tunables": {},
+    "jobs": [{"name": "j", "clients": [0, 1, 2], "workload": "filebench.seqwrite", "threads": 1, "iosize": 1048576,
+        "filesize": 1073741824, "stripe_count": 1, "stripe_size": 1048576, "start_ns": 0, "stop_ns": 1000000000,
+        "fsync": false, "cached": false, "ior": null, "h5bench": null, "dlio": null}]
+}"#;

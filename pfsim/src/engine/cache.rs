@@ -207,34 +207,17 @@ impl Sim {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::Config;
+    use crate::config::{Config, TEST_THREE_CLIENTS};
     use crate::engine::Sim;
     use crate::intervals::interval_insert;
-
-    /// One client, one OST, a writer that does not start within the test (only its file is used).
-    const ONE_CLIENT: &str = r#"{
-        "name": "c", "seed": 1, "duration_ns": 1000000000,
-        "probe_interval_ns": 500000000, "start_epoch_ns": 1718000000000000000,
-        "cluster": {"lustre_version": "2.15.5", "fsname": "hasanfs", "clients": 1, "client_ram_bytes": 137438953472,
-            "client_cpus": 16, "oss": 1, "osts_per_oss": 1, "oss_threads": 256, "net_bandwidth_bps": 2800000000.0,
-            "net_stream_bps": 700000000.0, "net_latency_ns": 25000, "ost_kind": "ssd", "ost_read_bw_bps": 500000000.0,
-            "ost_write_bw_bps": 300000000.0, "ost_read_latency_ns": 20000, "ost_write_latency_ns": 20000,
-            "ost_random_penalty_ns": 400000, "ost_scheduler": "none", "ost_channels": 8, "ost_stripe_bytes": 131072,
-            "ost_capacity_bytes": 472446402560, "ost_rpm": 0, "oss_service_ns": 20000, "client_rpc_ns": 12000,
-            "client_page_ns": 10000, "client_write_page_ns": 2200, "client_extent_ns": 5000, "client_syscall_ns": 10000,
-            "brw_size_bytes": 4194304},
-        "tunables": {},
-        "jobs": [{"name": "j", "clients": [0], "workload": "filebench.seqwrite", "threads": 1, "iosize": 1048576,
-            "filesize": 1073741824, "stripe_count": 1, "stripe_size": 1048576, "start_ns": 900000000, "stop_ns": 1000000000,
-            "fsync": false, "cached": false, "ior": null, "h5bench": null, "dlio": null}]
-    }"#;
 
     /// Pages 0-9, 100-109 and 200-209 cached under a limit of 20, of which the reclaim dropped
     /// 0-9 and held 100-109 (in a write RPC then); 300-309 are cached, and 200-209 go. The limit
     /// falls to 10, and the write RPC's reply releases 100-109. Returns the pages left cached, in
-    /// LRU order, once the reclaim has run.
+    /// LRU order, once the reclaim has run. Client 0 of the test cluster, whose writers never run
+    /// here (no event is processed).
     fn release_over_the_limit(node_page_cache: bool) -> Vec<(u64, u64)> {
-        let mut sim = Sim::new(Config::from_json(ONE_CLIENT).expect("config")).expect("sim");
+        let mut sim = Sim::new(Config::from_json(TEST_THREE_CLIENTS).expect("config")).expect("sim");
         let osc = sim.clients[0].oscs[sim.files[0].osts[0] as usize];
         for first in [0, 100, 200] {
             sim.insert_cached(0, 0, first, first + 9, osc);

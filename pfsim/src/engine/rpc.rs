@@ -465,8 +465,9 @@ impl Sim {
                 for &(f, _) in &rpc.files {
                     self.release_held(client, f, rpc.obj, &rpc.extents);
                 }
-                // pages back in the LRU over the limit are reclaimed at once, as Lustre's
-                // osc_lru_add_batch() queues its LRU work when the cache holds too much
+                // pages back in the LRU over the limit are reclaimed at once: under the node's
+                // page cache the released ones first (`release_held`); under max_cached_mb as
+                // Lustre's osc_lru_add_batch() queues its LRU work when the cache holds too much
                 self.shrink_if_over(client);
             }
             let osc = &mut self.oscs[osc_i as usize];
