@@ -82,3 +82,20 @@ def test_mistakes_are_one_line_errors_before_any_work(
         err = capsys.readouterr().err
         assert message in err
         assert err.count("\n") == 1
+
+
+def test_the_sweep_goes_to_the_dask_scheduler_it_is_given(
+    calibrate: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    commands: list[list[str]] = []
+
+    def fake_run(command: list[str], **_: object) -> object:
+        commands.append(command)
+        return type("Done", (), {"returncode": 0, "stdout": '{"scenario": "s", "results": []}', "stderr": ""})()
+
+    monkeypatch.setattr(calibrate.subprocess, "run", fake_run)
+    calibrate.run_sweep(tmp_path / "s.yaml", 2, "tcp://sched:8786")
+    calibrate.run_sweep(tmp_path / "s.yaml", None)
+    assert commands[0][-4:] == ["--jobs", "2", "--scheduler", "tcp://sched:8786"]
+    assert "--scheduler" not in commands[1]
+    assert "--jobs" not in commands[1]

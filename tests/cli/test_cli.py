@@ -280,6 +280,31 @@ def test_sweep_product_of_params(small_scenario: Path, capsys: pytest.CaptureFix
     assert [tuple(r["config"].values()) for r in results] == [(16, 8), (16, 32), (256, 8), (256, 32)]
 
 
+def test_sweep_on_a_dask_cluster_gives_the_local_results(
+    small_scenario: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    distributed = pytest.importorskip("distributed")
+    args = ["sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16,256",
+            "--param", "osc.max_rpcs_in_flight=1,8", "--duration", "0.5s", "--json"]  # fmt: skip
+    local = run_json(capsys, *args, "--jobs", "1")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
+        on_dask = run_json(capsys, *args, "--scheduler", cluster.scheduler_address)
+    assert on_dask == local  # every configuration, in grid order, to the last digit
+    assert len({r["mbps"] for r in local["results"]}) > 1  # the configurations were not all the same run
+
+
+def test_sweep_unreachable_scheduler_is_one_line(
+    small_scenario: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("pfstune.executor.CONNECT_TIMEOUT_S", 1)
+    args = ["sim", "sweep", str(small_scenario), "--param", "osc.max_pages_per_rpc=16", "--duration", "0.5s"]
+    assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler tcp://127.0.0.1:9: cannot connect" in err
+    assert "Traceback" not in err
+
+
 def test_sweep_usage_errors(small_scenario: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "sweep", str(small_scenario), "--param", "osc.max_rpcs_in_flight=1", "--param",
                  "osc.max_rpcs_in_flight=2"]) == 2  # fmt: skip

@@ -244,7 +244,7 @@ def test_choices_take_the_tools_own_spelling_in_any_case() -> None:
     h5 = parse_scenario(text, "t.yaml").jobs[0].h5bench
     assert h5 is not None
     assert h5.read_option == "partial"
-    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.api: 'POSIXX' is not an IOR api"):
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.api: 'POSIXX' is not a valid IOR api"):
         parse_scenario(doc("[{name: i, client: 0, workload: ior, api: POSIXX}]"), "t.yaml")
 
 
@@ -313,7 +313,10 @@ def test_every_declared_tunable_is_accepted() -> None:
             "jobs[0].workload: unknown workload 'filebench.randread' (did you mean 'filebench.randomread'?)",
         ),
         (doc("[{name: j, client: 0, workload: dlio}]"), "jobs[0]: missing required key 'sample_size'"),
-        (doc("[{name: j, client: 0, workload: dlio, model: resnet}]"), "jobs[0].model: 'resnet' is not an DLIO model"),
+        (
+            doc("[{name: j, client: 0, workload: dlio, model: resnet}]"),
+            "jobs[0].model: 'resnet' is not a valid DLIO model",
+        ),
         (doc("[{name: j, client: 0, workload: dlio, model: bert, format: png}]"), "jobs[0].format"),
         (doc("[{name: j, client: 0, workload: dlio, model: bert, iosize: 1m}]"), "'iosize' applies to filebench.*"),
         (doc("[{name: j, client: 0, workload: h5bench.vpic, read_option: full}]"), "applies to h5bench.bdcats jobs"),
@@ -400,7 +403,7 @@ def test_every_declared_tunable_is_accepted() -> None:
         (doc(cluster="{clients: 0}"), "cluster.clients"),
         (doc(cluster="{ost_read_bw: 25Gb/s}"), "cluster.ost_read_bw"),
         (doc(cluster="{ost_kind: nvme}"), "cluster.ost_kind"),
-        (doc(cluster="{ost_scheduler: cfq}"), "cluster.ost_scheduler: 'cfq' is not an I/O scheduler"),
+        (doc(cluster="{ost_scheduler: cfq}"), "cluster.ost_scheduler: 'cfq' is not a valid I/O scheduler"),
         (doc(cluster="{ost_scheduler: mq-deadline}"), "cluster.ost_scheduler: the mq-deadline elevator"),
         (doc(cluster="{preset: cloudlab-c220g5, ost_channels: 4}"), "cluster.ost_channels: the mq-deadline elevator"),
         (doc(cluster="{ost_stripe: 2k}"), "cluster.ost_stripe: '2k' is below the smallest this field takes, 4k"),

@@ -51,6 +51,11 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     parser.add_argument(
         "--jobs", type=positive_int, default=os.cpu_count() or 1, metavar="N", help="parallel runs (default: CPUs)"
     )
+    parser.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="run on the Dask cluster at ADDRESS (tcp://host:8786) instead of local processes; --jobs is then not used",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=main)
 
@@ -69,7 +74,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         configs = grid_configs(dict(args.param))
     with ProgressBar(len(configs), "sweeping", " runs", enabled=not args.json) as bar:
-        report = sweep(text, args.scenario, overrides, configs, args.jobs, lambda done, _total: bar.update(done))
+        report = sweep(
+            text, args.scenario, overrides, configs, args.jobs, lambda done, _total: bar.update(done), args.scheduler
+        )
     if args.json:
         print_json(report)
         return 0

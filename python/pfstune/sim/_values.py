@@ -75,7 +75,7 @@ def choice(what: str, *options: str) -> Callable[[object], str]:
     def convert(value: object) -> str:
         found = canonical.get(value.lower()) if isinstance(value, str) else None
         if found is None:
-            raise UserError(f"{value!r} is not an {what} ({' or '.join(options)})")
+            raise UserError(f"{value!r} is not a valid {what} ({' or '.join(options)})")
         return found
 
     return convert

@@ -132,8 +132,10 @@ def sweep(
     configs: Sequence[Config],
     jobs: int,
     on_done: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
 ) -> dict[str, Any]:
-    """Run the scenario once per configuration in up to ``jobs`` worker processes.
+    """Run the scenario once per configuration in up to ``jobs`` worker processes, or on the
+    Dask cluster at ``scheduler`` (then ``jobs`` is not used).
 
     Every configuration is validated before any run starts, so a bad tunable name fails at
     once.  Returns the ``pfstune sim sweep --json`` document: ``{"scenario": NAME, "results":
@@ -142,7 +144,7 @@ def sweep(
     """
     scenarios = [parse_scenario(text, source, _with_config(overrides, config)) for config in configs]
     name = scenarios[-1].name if scenarios else ""
-    results = run_all(scenarios, jobs, on_done)
+    results = run_all(scenarios, jobs, on_done, scheduler)
     return {
         "scenario": name,
         "results": [
