@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from pfstune.sim.tree import VirtualTree
 from pfstune.tuners._base import Config, Context, Tuner
 from pfstune.tuners.default import DefaultTuner
 from pfstune.tuners.iopathtune import IOPathTuneTuner
+from tests.conftest import SHARED
 from tests.lustre._fake_client import OSC, OSC2, build_tree
 
 SEQRW = """\
@@ -420,3 +422,61 @@ def test_an_option_the_backend_does_not_use_is_named() -> None:
     assert on_a_client == ["--scenario s.yaml is ignored: only --backend sim runs a scenario"]
     simulated = _ignored_options(AgentOptions(backend="sim", scenario=Path("s.yaml"), root=Path("/tmp/tree")))
     assert simulated == ["--root /tmp/tree is ignored: --backend sim tunes the scenario's simulated clients"]
+
+
+class _Recording(DefaultTuner):
+    """Changes nothing and records which OSCs it observed, tick by tick."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
+        self.seen.add(osc)
+
+
+_BUSY = "lustrefs-OST0000-osc-ffff88105db50000"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda text: "".join(text.splitlines(keepends=True)[:4]), id="file read cut at a line boundary"),
+        pytest.param(lambda text: text.replace("18215581 samples", "3 samples"), id="counter went back (a clear)"),
+    ],
+)
+def test_counters_that_went_back_reach_the_tuner_in_no_interval(
+    damage: Callable[[str], str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A half-written read looks like a clear; either way the interval it ends and the one it starts
+    are left out (the second would count the cut counters' whole history as one interval's), with
+    one warning, and the OSC is observed again from the interval after."""
+    root = tmp_path / "client"
+    shutil.copytree(SHARED / "fixtures" / "lustre-2.10-client", root)
+    stats = root / "proc/fs/lustre/osc" / _BUSY / "stats"
+    intact = stats.read_text()
+    tuner = _Recording()
+    observed: list[set[str]] = []
+    reported: list[set[str]] = []
+    with (
+        caplog.at_level("WARNING", logger="pfstune.agent"),
+        LustreBackend(root, tmp_path / "state", dry_run=True) as backend,
+    ):
+        agent = Agent(backend, tuner, interval=0.5)
+        for text in (intact, intact, damage(intact), intact, intact, damage(intact), intact):
+            stats.write_text(text)
+            tuner.seen = set()
+            report = agent.tick()
+            observed.append(set(tuner.seen))
+            reported.append(set(report.mbps))
+            assert report.dirty_mb[_BUSY] == 32  # the fixture's max_dirty_mb, for the exporter
+    everyone = observed[1]
+    assert _BUSY in everyone
+    assert len(everyone) == 7  # the 2.10 client's seven OSCs
+    others = everyone - {_BUSY}
+    assert observed == [set(), everyone, others, others, everyone, others, others]
+    assert reported == observed  # no throughput for the left-out intervals either
+    warnings = [r.getMessage() for r in caplog.records if "went back" in r.getMessage()]
+    assert len(warnings) == 2  # once per event: the OSC read cleanly in between
+    assert all(w.startswith(f"{_BUSY}: statistics went back since the last probe") for w in warnings)

@@ -109,3 +109,21 @@ def test_exporter_serves_the_agent_metrics_on_localhost() -> None:
     assert f'pfstune_decisions_total{{osc="{osc}"}} 1.0' in text
     assert "pfstune_errors_total 2.0" in text
     assert "pfstune_tick_seconds_count 1.0" in text
+
+
+def test_max_dirty_mb_is_exported_beside_the_tuned_parameters() -> None:
+    """Lustre raises max_dirty_mb with the RPC window and the agent restores it: an administrator sees it too."""
+    from prometheus_client import generate_latest
+
+    from pfstune.agent import TickReport
+
+    exporter = Exporter()
+    osc = "fs-OST0000-osc-ffff000000000001"
+    config = {"max_pages_per_rpc": 1024, "max_rpcs_in_flight": 16}
+    exporter(TickReport(time=1.0, configs={osc: config}, dirty_mb={osc: 2000}))
+    text = generate_latest(exporter.registry).decode()
+    assert f'pfstune_osc_tunable{{osc="{osc}",param="max_dirty_mb"}} 2000.0' in text
+    exporter(TickReport(time=1.5, configs={osc: config}))  # its file could not be read this time
+    text = generate_latest(exporter.registry).decode()
+    assert 'param="max_dirty_mb"' not in text
+    assert f'pfstune_osc_tunable{{osc="{osc}",param="max_rpcs_in_flight"}} 16.0' in text

@@ -44,6 +44,7 @@ class TickReport:
     read_mbps: dict[str, float] = field(default_factory=dict)  # osc -> its read RPCs' share of it
     write_mbps: dict[str, float] = field(default_factory=dict)  # osc -> its write RPCs' share
     configs: dict[str, Config] = field(default_factory=dict)  # osc -> configuration now in force
+    dirty_mb: dict[str, int] = field(default_factory=dict)  # osc -> max_dirty_mb as probed (Lustre couples it)
     left_alone: frozenset[str] = frozenset()  # OSCs not tuned: someone else changed their values
     seconds: float = 0.0  # wall time the tick took, and its phases:
     probe_seconds: float = 0.0  # reading and parsing the client's files
@@ -120,6 +121,8 @@ class Agent:
         self._tuner_failures = 0  # ticks in a row whose tuner call raised
         self._left_alone: frozenset[str] = frozenset()  # the backend's, as of the last tick
         self._tuning: int | None = None  # how many OSCs the last tick found to tune (logged when it changes)
+        self._suspect_baseline: set[str] = set()  # OSCs whose counters went back at the last probe
+        self._warned_backwards: set[str] = set()  # ... warned about, until they read cleanly again
 
     def tick(self) -> TickReport:
         """Probe, decide and apply once."""
@@ -149,6 +152,9 @@ class Agent:
             names.append(name)
             configs.append(config)
             report.configs[name] = config
+            dirty_mb = tunables.get("max_dirty_mb")
+            if isinstance(dirty_mb, int):
+                report.dirty_mb[name] = dirty_mb
             before = previous.row(name) if previous is not None else None
             if before is not None:
                 observed.append(len(names) - 1)
@@ -164,18 +170,23 @@ class Agent:
                 probe.time - previous.time,
                 [self._intervals.get(names[i]) for i in observed],
             )
+            untrusted = self._untrusted_intervals([names[i] for i in observed], columns["x_stats_cleared"].tolist())
             # Row views of one matrix, not a dict per OSC (see FeatureTable).
             for i, features in zip(observed, FeatureTable(columns).rows(), strict=True):
-                rows[i] = features
+                if names[i] not in untrusted:
+                    rows[i] = features
             # What the next interval's features need of this one (its write RPCs), per OSC.
             kept = zip(*(columns[name].tolist() for name in PREV_INTERVAL_COLUMNS), strict=True)
             for i, values in zip(observed, kept, strict=True):
-                self._intervals[names[i]] = dict(zip(PREV_INTERVAL_COLUMNS, values, strict=True))
+                if names[i] in untrusted:
+                    self._intervals.pop(names[i], None)
+                else:
+                    self._intervals[names[i]] = dict(zip(PREV_INTERVAL_COLUMNS, values, strict=True))
             # x_mbps is osc_throughput_mbps of each row (the same expression), taken as a column.
             split = ("x_mbps", "x_read_mbps", "x_write_mbps")
             throughput = zip(*(columns[name].tolist() for name in split), strict=True)
             for i, (mbps, read, write) in zip(observed, throughput, strict=True):
-                if math.isfinite(mbps):
+                if math.isfinite(mbps) and names[i] not in untrusted:
                     report.mbps[names[i]] = mbps
                     report.read_mbps[names[i]] = read
                     report.write_mbps[names[i]] = write
@@ -243,6 +254,34 @@ class Agent:
         for listener in self.listeners:
             listener(report)
         return report
+
+    def _untrusted_intervals(self, names: list[str], cleared: list[float]) -> set[str]:
+        """The OSCs (of ``names``, observed this tick) whose interval the tuner must not see.
+
+        ``cleared`` is each one's ``x_stats_cleared``: a statistics file whose counters went back
+        since the last probe. That is a clear by someone else or a remount, and then the interval
+        holds only what came after it; or a file read half-written (cut at a line boundary, so
+        its last counters are missing), and then the next interval, which starts from that read,
+        would count the missing counters' whole history as new. The two cannot be told apart when
+        they happen, so both intervals are left out: the tuner sees neither (no row, as on an
+        OSC's first tick), and no throughput is reported for them. A warning names the OSC once,
+        until it reads cleanly again.
+        """
+        flagged = {name for name, flag in zip(names, cleared, strict=True) if flag == 1.0}
+        untrusted = flagged | (self._suspect_baseline & set(names))
+        for name in sorted(flagged):
+            if name in self._warned_backwards:
+                log.debug("%s: statistics went back again since the last probe", name)
+                continue
+            log.warning(
+                "%s: statistics went back since the last probe (cleared by someone else, a remount, or a "
+                "file read half-written); this interval and the next are not used",
+                name,
+            )
+            self._warned_backwards.add(name)
+        self._warned_backwards -= set(names) - untrusted
+        self._suspect_baseline = flagged
+        return untrusted
 
     def _ask_tuner(self, contexts: list[Context], forget: list[str], report: TickReport) -> list[Config]:
         """The tuner observes the interval that ended, forgets the OSCs in ``forget`` (gone, or left

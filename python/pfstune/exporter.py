@@ -2,7 +2,9 @@
 
 Metrics, refreshed after every tick:
 
-- ``pfstune_osc_tunable{osc,param}``: the value in force of each tuned parameter;
+- ``pfstune_osc_tunable{osc,param}``: the value in force of each tuned parameter, and
+  ``max_dirty_mb`` as the tick's probe read it (Lustre raises it with the RPC window, and the
+  agent restores it at exit);
 - ``pfstune_osc_throughput_bytes_per_second{osc}``: RPC throughput of the last interval (base
   units, as Prometheus names them);
 - ``pfstune_decisions_total{osc}``: configurations applied;
@@ -40,7 +42,10 @@ class Exporter:
         """Create the metrics in ``registry`` (default: a new private one)."""
         self.registry = registry or CollectorRegistry()
         self.tunable = Gauge(
-            "pfstune_osc_tunable", "Value in force of a tuned OSC parameter", ["osc", "param"], registry=self.registry
+            "pfstune_osc_tunable",
+            "Value in force of a tuned OSC parameter, or of max_dirty_mb, which Lustre couples to them",
+            ["osc", "param"],
+            registry=self.registry,
         )
         self.throughput = Gauge(
             "pfstune_osc_throughput_bytes_per_second",
@@ -74,10 +79,15 @@ class Exporter:
         """Record one tick."""
         for osc in set(self._params) - set(report.configs):
             self._forget(osc)
-        for osc, config in report.configs.items():
+        for osc, tuned in report.configs.items():
+            config = {**tuned, "max_dirty_mb": report.dirty_mb[osc]} if osc in report.dirty_mb else tuned
             for param, value in config.items():
                 self.tunable.labels(osc=osc, param=param).set(value)
-            self._params.setdefault(osc, set()).update(config)
+            params = self._params.setdefault(osc, set())
+            for param in params - set(config):  # max_dirty_mb no longer readable
+                self.tunable.remove(osc, param)
+            params.intersection_update(config)
+            params.update(config)
             if osc not in report.mbps:
                 with contextlib.suppress(KeyError):  # older prometheus_client: KeyError for a series never set
                     self.throughput.remove(osc)

@@ -34,7 +34,9 @@ extension reads the files into them, with the numbers the Python parsers give, t
     catches files without ``start_time``: 2.10, 2.15.0-1).  Then ``cur`` *is* the interval's
     own value (from the clear on) and is used as the delta: never a negative count.  The interval
     then covers only clear..cur, so rates divided by ``seconds`` are low; ``x_stats_cleared``
-    flags such intervals so that a caller can drop them.  A clear that is followed by more
+    flags such intervals so that a caller can drop them (the agent drops them and the interval
+    after: a file read cut at a line boundary looks the same, and the next interval's delta
+    from it would hold the missing counters' whole history).  A clear that is followed by more
     samples than ``prev`` held, in a file without ``start_time``, cannot be seen;
   - per-interval min / max are exact when they can be known: after a clear or when the counter
     first appears (its min / max are the interval's), with exactly one new sample
