@@ -248,6 +248,49 @@ def test_choices_take_the_tools_own_spelling_in_any_case() -> None:
         parse_scenario(doc("[{name: i, client: 0, workload: ior, api: POSIXX}]"), "t.yaml")
 
 
+def test_dlio_and_h5bench_take_their_own_names_for_our_keys() -> None:
+    # dlio_benchmark's dataset section, and h5bench's EMULATED_COMPUTE_TIME_PER_TIMESTEP, as copied
+    ours = "[{name: d, client: 0, workload: dlio, files: 8, samples_per_file: 10, sample_size: 100k}]"
+    theirs = "[{name: d, client: 0, workload: dlio, num_files_train: 8, num_samples_per_file: 10, record_length: 100k}]"
+    assert parse_scenario(doc(theirs), "t.yaml") == parse_scenario(doc(ours), "t.yaml")
+    ours = "[{name: v, client: 0, workload: h5bench.vpic, compute_time: 250ms}]"
+    theirs = "[{name: v, client: 0, workload: h5bench.vpic, emulated_compute_time_per_timestep: 250 ms}]"
+    assert parse_scenario(doc(theirs), "t.yaml") == parse_scenario(doc(ours), "t.yaml")
+    # a value error names the key as it was given; a missing key names both spellings
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.record_length: 0 must be larger than zero"):
+        parse_scenario(
+            doc("[{name: d, client: 0, workload: dlio, files: 1, samples_per_file: 1, record_length: 0}]"), "t.yaml"
+        )
+    with pytest.raises(ScenarioError, match=r"missing required key 'sample_size' \(or 'record_length'"):
+        parse_scenario(doc("[{name: d, client: 0, workload: dlio, files: 8, samples_per_file: 10}]"), "t.yaml")
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]: give 'files' or 'num_files_train' \(the same setting\)"):
+        parse_scenario(
+            doc("[{name: d, client: 0, workload: dlio, model: bert, files: 8, num_files_train: 8}]"), "t.yaml"
+        )
+    # a tool's name is taken for that tool only
+    with pytest.raises(ScenarioError, match=r"unknown key 'record_length'"):
+        parse_scenario(doc("[{name: v, client: 0, workload: h5bench.vpic, record_length: 1k}]"), "t.yaml")
+
+
+def test_h5bench_settings_modelled_at_one_value_are_taken_at_that_value_only() -> None:
+    # h5bench's sample configurations, YAML's NO (false) included
+    copied = "mem_pattern: CONTIG, collective_data: NO, collective_metadata: 'no', mode: Sync"
+    for workload in ("h5bench.vpic", "h5bench.bdcats"):
+        text = doc(f"[{{name: v, client: 0, workload: {workload}, {copied}}}]")
+        assert (
+            parse_scenario(text, "t.yaml").jobs[0].h5bench
+            == parse_scenario(doc(f"[{{name: v, client: 0, workload: {workload}}}]"), "t.yaml").jobs[0].h5bench
+        )
+    for setting, message in [
+        ("collective_data: YES", r"jobs\[0\]\.collective_data: 'yes': pfsim models only NO \(the ranks write and read"),
+        ("mode: ASYNC", r"jobs\[0\]\.mode: 'ASYNC': pfsim models only SYNC"),
+        ("mem_pattern: strided", r"jobs\[0\]\.mem_pattern: 'strided': pfsim models only CONTIG"),
+        ("collective_metadata: 1", r"jobs\[0\]\.collective_metadata: 1: pfsim models only NO"),
+    ]:
+        with pytest.raises(ScenarioError, match=message):
+            parse_scenario(doc(f"[{{name: v, client: 0, workload: h5bench.vpic, {setting}}}]"), "t.yaml")
+
+
 def test_tunable_values_become_strings() -> None:
     scenario = parse_scenario(
         doc(top="tunables: {osc.checksums: false, osc.max_dirty_mb: 512, llite.max_cached_mb: '4096'}\n"), "t.yaml"

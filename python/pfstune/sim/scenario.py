@@ -42,18 +42,22 @@ repetition, as IOR does (docs/pfsim.md).
 ``h5bench.vpic`` (h5bench_write) and ``h5bench.bdcats`` (h5bench_read) take h5bench's settings,
 lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_dims`` (1),
 ``dim_1`` (8m particles; counts take k/m/g = 1024-multiples as h5bench's ``8 M``), ``dim_2`` and
-``dim_3`` (1), ``timesteps`` (5), ``compute_time`` (EMULATED_COMPUTE_TIME_PER_TIMESTEP, 1s);
-vpic: ``file_pattern`` (contig|interleaved|strided, contig); bdcats: ``read_option``
-(full|partial|strided, full) and ``to_read_num_particles``; strided access: ``stride_size``,
-``block_size``, ``block_cnt``, with (stride_size + block_size) x block_cnt at most ``dim_1``, as
-h5bench requires.  Both kernels end after their last timestep (as h5bench does); give enough
-``timesteps`` to outlast the job.
+``dim_3`` (1), ``timesteps`` (5), ``compute_time`` (1s; h5bench's name,
+``emulated_compute_time_per_timestep``, is taken too); vpic: ``file_pattern``
+(contig|interleaved|strided, contig); bdcats: ``read_option`` (full|partial|strided, full) and
+``to_read_num_particles``; strided access: ``stride_size``, ``block_size``, ``block_cnt``, with
+(stride_size + block_size) x block_cnt at most ``dim_1``, as h5bench requires.  h5bench settings
+that pfsim models at one value only are taken at that value, so that a copied configuration
+runs: ``mem_pattern`` CONTIG, ``collective_data`` and ``collective_metadata`` NO, ``mode``
+SYNC; another value is refused.  Both kernels end after their last timestep (as h5bench does);
+give enough ``timesteps`` to outlast the job.
 
 ``dlio`` jobs take the DLIO benchmark's settings: ``model`` (a preset from DLIO's published
 workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overrides it),
 ``format`` (tfrecord|npz: whole files in order; indexed_binary|mmap_indexed_binary: samples at
-shuffled offsets; default npz), ``files`` (num_files_train), ``samples_per_file``,
-``sample_size`` (record_length; these three are required unless ``model`` gives them),
+shuffled offsets; default npz), ``files``, ``samples_per_file``, ``sample_size`` (also taken
+under DLIO's names ``num_files_train``, ``num_samples_per_file`` and ``record_length``; these
+three are required unless ``model`` gives them),
 ``transfer_size`` (default the sample size), ``read_threads`` (1 per client;
 each client is one rank), ``batch_size`` (1), ``computation_time`` (per batch, 0s; a bare number
 is seconds, as in DLIO's own configuration files) and ``prefetch_size`` (2).
@@ -161,8 +165,16 @@ _H5_KEYS = (
     "block_size",
     "block_cnt",
 )
-_VPIC_KEYS = (*_H5_KEYS, "file_pattern")
-_BDCATS_KEYS = (*_H5_KEYS, "read_option", "to_read_num_particles")
+#: h5bench settings pfsim takes only at the value it models (h5bench's own spelling, any case):
+#: a copied configuration that asks for these runs as it would; another value is refused.
+_H5_FIXED = {
+    "mem_pattern": ("contig", "the particles are in contiguous buffers"),
+    "collective_data": ("no", "the ranks write and read independently, without collective buffering"),
+    "collective_metadata": ("no", "no collective metadata writes"),
+    "mode": ("sync", "no asynchronous VOL connector"),
+}
+_VPIC_KEYS = (*_H5_KEYS, "file_pattern", *_H5_FIXED)
+_BDCATS_KEYS = (*_H5_KEYS, "read_option", "to_read_num_particles", *_H5_FIXED)
 _DLIO_KEYS = (
     "model",
     "format",
@@ -175,6 +187,13 @@ _DLIO_KEYS = (
     "computation_time",
     "prefetch_size",
 )
+#: The tools' own names for keys of ours (DLIO's dataset settings, h5bench's compute time), taken
+#: as the same key: a configuration copied from the tool works as it is.
+_TOOL_NAMES = {
+    "dlio": {"num_files_train": "files", "num_samples_per_file": "samples_per_file", "record_length": "sample_size"},
+    "h5bench.vpic": {"emulated_compute_time_per_timestep": "compute_time"},
+    "h5bench.bdcats": {"emulated_compute_time_per_timestep": "compute_time"},
+}
 #: The keys of each workload family besides the common ones.
 _WORKLOAD_KEYS = {
     "ior": _IOR_KEYS,
@@ -465,6 +484,19 @@ def _suggest(key: object, allowed: tuple[str, ...]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _only(modelled: str, what: str) -> Callable[[object], str]:
+    """A tool setting taken only at the value pfsim models: ``modelled`` in any letter case (YAML's
+    ``no`` is false)."""
+
+    def convert(value: object) -> str:
+        spelled = {False: "no", True: "yes"}.get(value, value) if isinstance(value, bool) else value
+        if isinstance(spelled, str) and spelled.lower() == modelled:
+            return modelled
+        raise UserError(f"{spelled!r}: pfsim models only {modelled.upper()} ({what})")
+
+    return convert
+
+
 def _stripe_size(value: object) -> int:
     size = parse_size(value)
     if size <= 0 or size % 65536:
@@ -489,6 +521,8 @@ class _Builder:
         """``own_duration``: the file's own ``duration`` where an override replaced it (``--duration``)."""
         self.source = source
         self.own_duration = own_duration
+        self.spelled: dict[str, str] = {}  # our key -> the tool's name it was given as (this job's)
+        self.their_names: dict[str, str] = {}  # our key -> the tool's name for it (this job's workload)
 
     def error(self, path: str, message: str) -> ScenarioError:
         return ScenarioError(f"{self.source}: {path}: {message}" if path else f"{self.source}: {message}")
@@ -514,12 +548,14 @@ class _Builder:
         """Return ``convert(doc[key])``, or ``default`` when absent; errors name ``path.key``."""
         if key not in doc:
             if default is _REQUIRED:
-                raise self.error(path, f"missing required key {key!r}")
+                theirs = f" (or {self.their_names[key]!r}, the tool's name)" if key in self.their_names else ""
+                raise self.error(path, f"missing required key {key!r}{theirs}")
             return default
         try:
             return convert(doc[key])
         except UserError as err:
-            raise self.error(f"{path}.{key}" if path else key, str(err)) from None
+            shown = self.spelled.get(key, key)
+            raise self.error(f"{path}.{shown}" if path else shown, str(err)) from None
 
     def scenario(self, doc: dict[str, Any]) -> Scenario:
         self.check_keys(doc, _TOP_KEYS, "")
@@ -625,6 +661,7 @@ class _Builder:
                 f"unknown workload {workload!r}{_suggest(workload, WORKLOADS)}; supported: {', '.join(WORKLOADS)}",
             )
         is_ior = workload == "ior"
+        doc = self.tool_names(doc, path, workload)
         own = _WORKLOAD_KEYS.get(workload, _FILEBENCH_KEYS)
         common = tuple(k for k in _COMMON_JOB_KEYS if k != "fsync" or workload not in _NO_FSYNC)
         for key in doc:
@@ -659,6 +696,7 @@ class _Builder:
         ior = self.ior(doc, path, fsync) if is_ior else None
         h5 = self.h5bench(doc, path, workload) if workload in H5BENCH_WORKLOADS else None
         dlio = self.dlio(doc, path) if workload == "dlio" else None
+        self.spelled, self.their_names = {}, {}  # the job's tool names end with it
         cached = self.get(doc, "cached", path, boolean, False)
         if ior is not None:
             threads, iosize = ior.processes, ior.transfer
@@ -705,6 +743,24 @@ class _Builder:
             dlio=dlio,
             cached=cached,
         )
+
+    def tool_names(self, doc: dict[Any, Any], path: str, workload: str) -> dict[Any, Any]:
+        """``doc`` with the tool's own names of keys (DLIO's ``record_length``, ...) as ours; errors
+        about such a value name the key as it was given."""
+        names = _TOOL_NAMES.get(workload, {})
+        self.spelled = {}
+        self.their_names = {ours: theirs for theirs, ours in names.items()}
+        if not any(key in doc for key in names):
+            return doc
+        renamed = dict(doc)
+        for theirs, ours in names.items():
+            if theirs not in doc:
+                continue
+            if ours in doc:
+                raise self.error(path, f"give {ours!r} or {theirs!r} (the same setting), not both")
+            renamed[ours] = renamed.pop(theirs)
+            self.spelled[ours] = theirs
+        return renamed
 
     def clients(self, doc: Mapping[str, Any], path: str, n_clients: int) -> tuple[int, ...]:
         if ("client" in doc) == ("clients" in doc):
@@ -795,6 +851,8 @@ class _Builder:
             for name in ("stride_size", "block_size", "block_cnt"):
                 if name in doc:
                     raise self.error(f"{path}.{name}", "applies only to strided access")
+        for key, (modelled, what) in _H5_FIXED.items():
+            self.get(doc, key, path, _only(modelled, what), modelled)
         return H5Options(
             processes=self.get(doc, "processes", path, integer(1), 1),
             particles=particles,
