@@ -68,7 +68,6 @@ def test_every_help_has_a_description(command: list[str], capsys: pytest.Capture
         (["bench", "x.yaml", "--duration", "0s"], "pfstune bench"),
         (["overhead", "--oscs", "0"], "pfstune overhead"),
         (["overhead", "--repeat", "0"], "pfstune overhead"),
-        (["sim", "sweep", "x.yaml"], "pfstune sim sweep"),
         (["sim", "sweep", "x.yaml", "--grid", "dial99", "--param", "osc.max_rpcs_in_flight=1"], "pfstune sim sweep"),
         (["bench", "x.yaml", "--out", ""], "pfstune bench"),
         (["replay", "x.parquet", "--tuner", "default", "--out", ""], "pfstune replay"),
@@ -320,6 +319,8 @@ def test_dial99_is_cut_to_what_a_cluster_of_small_rpcs_accepts(
     assert isinstance(results, list)
     assert len(results) == 9 * 9  # max_pages_per_rpc 1 to 256 (1 MiB), not 512 and 1024
     assert max(r["config"]["osc.max_pages_per_rpc"] for r in results) == 256
+    # dial99 is the default grid
+    assert run_json(capsys, "sim", "sweep", str(path), "--duration", "0.2s", "--json") == report
     main(["sim", "sweep", str(path), "--grid", "dial99", "--duration", "0.2s", "--json"])
     assert "max_pages_per_rpc above 256 left out: the cluster's brw_size is 1 MiB" in capsys.readouterr().err
     oracle = run_json(capsys, "sim", "run", str(path), "--tuner", "oracle", "--duration", "0.2s", "--json")

@@ -32,14 +32,16 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         description=(
             "Run SCENARIO once per configuration, each applied to every matching device at t = 0 "
             "and kept for the whole run, and report the throughput of each. The configurations "
-            "are a named grid (dial99: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8; on a "
-            "cluster whose brw_size is below 4m, the max_pages_per_rpc values above brw_size / 4 KiB, which "
-            "Lustre refuses, are left out, and a note on stderr says so) or the product of the --param lists."
+            "are a named grid (dial99, the default: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8; "
+            "on a cluster whose brw_size is below 4m, the max_pages_per_rpc values above brw_size / 4 KiB, "
+            "which Lustre refuses, are left out, and a note on stderr says so) or the product of the --param lists."
         ),
     )
     add_scenario_arguments(parser)
-    configs = parser.add_mutually_exclusive_group(required=True)  # argparse names the command in its error
-    configs.add_argument("--grid", choices=sorted(GRIDS), help="a named grid of configurations")
+    configs = parser.add_mutually_exclusive_group()  # argparse names the command in its error
+    configs.add_argument(
+        "--grid", choices=sorted(GRIDS), help="a named grid of configurations (default: dial99 unless --param)"
+    )
     configs.add_argument(
         "--param",
         type=_param,
@@ -67,8 +69,8 @@ def main(args: argparse.Namespace) -> int:
         raise UserError("each tunable may be given to --param once")
     text = read_scenario_text(args.scenario)
     overrides = scenario_overrides(args)
-    if args.grid:
-        configs, note = scenario_grid(parse_scenario(text, args.scenario, overrides), args.grid)
+    if not args.param:
+        configs, note = scenario_grid(parse_scenario(text, args.scenario, overrides), args.grid or "dial99")
         if note:
             print(f"pfstune: note: {note}", file=sys.stderr)
     else:
