@@ -267,6 +267,9 @@ impl Sim {
         }
         let (kind, dev, param) = Sim::split(name)?;
         let now = self.clock_ns();
+        // lprocfs_clear_stats() sets ls_init, the generic stats files' start_time, from 2.15.2 on;
+        // 2.15.0 and 2.15.1 never assign it, so their start_time stays 0 through a clear
+        let stats_init = if self.style == stats::TextStyle::V2_15_0 { 0 } else { now };
         let brw_pages = self.cfg.cluster.brw_size_bytes / PAGE;
         match kind {
             "osc" => {
@@ -361,7 +364,7 @@ impl Sim {
                         o.rpc_stats_init_ns = now;
                     }
                     "osc_stats" => o.osc_stats_init_ns = now,
-                    "stats" => o.counters_mut().stats.clear(now),
+                    "stats" => o.counters_mut().stats.clear(stats_init),
                     "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "connect_flags" | "import"
                     | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
                     _ => return Err(ENOENT),
@@ -447,8 +450,8 @@ impl Sim {
                         let most = c.max_cached_pages;
                         self.shrink_cache(client, most);
                     }
-                    "read_ahead_stats" => c.ra_stats.clear(now),
-                    "stats" => c.stats.clear(now),
+                    "read_ahead_stats" => c.ra_stats.clear(stats_init),
+                    "stats" => c.stats.clear(stats_init),
                     _ => return Err(ENOENT),
                 }
                 Ok(())

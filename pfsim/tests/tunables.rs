@@ -641,6 +641,35 @@ fn writing_stats_clears_the_counters() {
 }
 
 #[test]
+fn a_clear_leaves_the_generic_stats_start_time_at_zero_in_2_15_0() {
+    // 2.15.0 and 2.15.1 never assign ls_init: their generic stats files print start_time 0, and
+    // a clear zeroes the counters but not that (lustre-client.md §0); rpc_stats and osc_stats
+    // take the clear's time (on those releases' monotonic clock; their colon follows the padding)
+    let mut sim = Scenario::new()
+        .version("2.15.0")
+        .duration_ns(400 * MS)
+        .job(Job::new("filebench.seqread", MIB).stripes(8, MIB))
+        .build();
+    sim.run_until(200 * MS);
+    let (_, dev) = busiest_osc(&sim);
+    let llite = sim.llite_name(0);
+    for file in [format!("osc.{dev}.stats"), format!("llite.{llite}.stats"), format!("llite.{llite}.read_ahead_stats")] {
+        let before = sim.get_param(0, &file).unwrap();
+        assert_eq!(header_start(&before), "0.000000000", "{file}");
+        sim.set_param(0, &file, "clear").unwrap();
+        let cleared = sim.get_param(0, &file).unwrap();
+        assert_eq!(cleared.lines().count(), 3, "{file} still has counters:\n{cleared}");
+        assert_eq!(header_start(&cleared), "0.000000000", "{file}");
+    }
+    for file in [format!("osc.{dev}.rpc_stats"), format!("osc.{dev}.osc_stats")] {
+        sim.set_param(0, &file, "clear").unwrap();
+        let text = sim.get_param(0, &file).unwrap();
+        let start = text.lines().find(|l| l.starts_with("start_time")).expect("start_time");
+        assert!(start.ends_with(" secs.nsecs") && !start.contains(" 0.000000000"), "{file}: {start}");
+    }
+}
+
+#[test]
 fn writing_rpc_stats_clears_the_histograms() {
     let mut sim = busy(400);
     let (oi, dev) = busiest_osc(&sim);
