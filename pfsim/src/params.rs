@@ -162,7 +162,12 @@ impl Sim {
                     "short_io_bytes" => format!("{}\n", o.short_io_bytes),
                     "checksum_type" => stats::checksum_type_text(o.checksum_type),
                     "connect_flags" => {
-                        let mut s = format!("flags={:#x}\n", stats::DEFAULT_OSC_CONNECT_FLAGS);
+                        // lprocfs_connect_flags_seq_show(): "flags=%#llx\n", "flags2=%#llx\n", one name a line
+                        let mut s = format!(
+                            "flags={:#x}\nflags2={:#x}\n",
+                            stats::DEFAULT_OSC_CONNECT_FLAGS,
+                            stats::DEFAULT_OSC_CONNECT_FLAGS2
+                        );
                         for f in stats::DEFAULT_OSC_CONNECT_FLAG_NAMES {
                             s.push_str(f);
                             s.push('\n');

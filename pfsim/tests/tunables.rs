@@ -402,6 +402,18 @@ fn read_only_files_refuse_writes_with_eacces() {
 }
 
 #[test]
+fn connect_flags_prints_both_words_then_one_name_a_line() {
+    // lprocfs_connect_flags_seq_show() (lustre-client.md §B.4); the real 2.10 client's file has
+    // the same shape (flags2=0x0 there)
+    let sim = idle();
+    let text = sim.get_param(0, &full_name(&sim, "osc.connect_flags")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["flags=0xa0425af2e3440478", "flags2=0x148202"]);
+    assert_eq!(lines[2..], pfsim::stats::DEFAULT_OSC_CONNECT_FLAG_NAMES);
+    assert!(text.ends_with("reply_mbits\n"));
+}
+
+#[test]
 fn unknown_names_are_enoent() {
     let mut sim = idle();
     let osc = osc_names(&sim, 0).remove(0);
