@@ -322,6 +322,13 @@ fn scenario_tunables_are_all_in_force_whatever_their_names_order() {
         assert_eq!(value(&sim, "osc.max_dirty_mb"), dirty);
         assert_eq!(value(&sim, "osc.max_pages_per_rpc"), mppr);
     }
+    // max_mod_rpcs_in_flight must stay below max_rpcs_in_flight, whose write can lower it
+    for (rif, modify) in [("16", "8"), ("4", "3")] {
+        let sim =
+            Scenario::new().tunable("mdc.max_mod_rpcs_in_flight", modify).tunable("mdc.max_rpcs_in_flight", rif).build();
+        assert_eq!(value(&sim, "mdc.max_rpcs_in_flight"), rif);
+        assert_eq!(value(&sim, "mdc.max_mod_rpcs_in_flight"), modify);
+    }
 }
 
 #[test]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pfstune.errors import ScenarioError, UserError
+from pfstune.sim.engine import Engine
 from pfstune.sim.presets import FIELDS, PRESETS
 from pfstune.sim.scenario import START_EPOCH_NS, TUNABLES, WORKLOADS, load_scenario, parse_scenario
 
@@ -301,6 +302,48 @@ def test_tunable_values_become_strings() -> None:
 def test_every_declared_tunable_is_accepted() -> None:
     tunables = "{" + ", ".join(f"{name}: 1" for name in TUNABLES) + "}"
     assert len(parse_scenario(doc(top=f"tunables: {tunables}\n"), "t.yaml").tunables) == len(TUNABLES)
+
+
+#: A value other than Lustre's default for each scenario tunable, and what its file then shows.
+_NOT_DEFAULT = {
+    "osc.max_pages_per_rpc": ("256", "256"),
+    "osc.max_rpcs_in_flight": ("16", "16"),
+    "osc.max_dirty_mb": ("64", "64"),
+    "osc.short_io_bytes": ("8192", "8192"),
+    "osc.checksums": ("0", "0"),
+    "osc.checksum_type": ("adler", "[adler]"),
+    "osc.grant_shrink_interval": ("600", "600"),
+    "osc.idle_timeout": ("10", "10"),
+    "osc.resend_count": ("5", "5"),
+    "llite.max_read_ahead_mb": ("128", "128"),
+    "llite.max_read_ahead_per_file_mb": ("32", "32"),
+    "llite.max_read_ahead_whole_mb": ("8", "8"),
+    "llite.read_ahead_async_file_threshold_mb": ("16", "16"),
+    "llite.read_ahead_range_kb": ("4096", "4096"),
+    "llite.max_read_ahead_async_active": ("4", "4"),
+    "llite.max_cached_mb": ("4096", "max_cached_mb: 4096"),
+    "llite.checksums": ("0", "0"),
+    "llite.fast_read": ("0", "0"),
+    "llite.statahead_max": ("64", "64"),
+    "mdc.max_rpcs_in_flight": ("16", "16"),
+    "mdc.max_mod_rpcs_in_flight": ("8", "8"),  # below 16, so only in force if written after it
+}
+
+
+def test_every_scenario_tunable_is_in_force_on_every_device_at_the_start() -> None:
+    assert set(_NOT_DEFAULT) == set(TUNABLES)
+    tunables = "{" + ", ".join(f"{name}: '{value}'" for name, (value, _) in _NOT_DEFAULT.items()) + "}"
+    scenario = parse_scenario(doc(top=f"tunables: {tunables}\n", cluster="{clients: 2}"), "t.yaml")
+    engine = Engine(scenario)
+    for client in (0, 1):
+        names = [p.name for p in engine.list_params(client)]
+        for tunable, (_, shown) in _NOT_DEFAULT.items():
+            kind, _, param = tunable.partition(".")
+            devices = [n for n in names if n.startswith(f"{kind}.") and n.endswith(f".{param}")]
+            assert devices, tunable
+            for name in devices:
+                text = engine.get_param(client, name)
+                assert shown in text.split("\n") or shown in text.split(), f"{name}: {text!r}"
 
 
 @pytest.mark.parametrize(

@@ -174,9 +174,13 @@ impl Sim {
         sim.rng = rng;
         // tunables of the scenario, applied to every matching device before anything runs; each
         // listed value must be the one in force, so max_dirty_mb goes after the RPC parameters
-        // whose writes may raise it (client_adjust_max_dirty(), which also turns a 0 into 2000)
+        // whose writes may raise it (client_adjust_max_dirty(), which also turns a 0 into 2000),
+        // and the MDC's max_mod_rpcs_in_flight after its max_rpcs_in_flight, which may lower it
+        // and bounds it (obd_set_max_rpcs_in_flight(), obd_set_max_mod_rpcs_in_flight())
         let mut tunables: Vec<(String, String)> = sim.cfg.tunables.clone().into_iter().collect();
-        tunables.sort_by_key(|(name, _)| name.ends_with(".max_dirty_mb") || name == "max_dirty_mb");
+        tunables.sort_by_key(|(name, _)| {
+            (name.ends_with(".max_dirty_mb") || name == "max_dirty_mb", name.ends_with(".max_mod_rpcs_in_flight"))
+        });
         for (name, value) in &tunables {
             sim.set_everywhere(name, value)
                 .map_err(|e| format!("tunable {name}={value}: {}", sim.refusal(0, name, e)))?;

@@ -107,17 +107,32 @@ from pfstune.units import MAX_SIZE, MIN_PROBE_INTERVAL_NS, parse_duration, parse
 #: Simulated wall-clock time at t = 0 (2024-06-10), fixed so that output is deterministic.
 START_EPOCH_NS = 1_718_000_000 * 10**9
 
-#: Tunables a scenario may set at t = 0, as lctl names without the device part.
+#: Tunables a scenario may set at t = 0, as lctl names without the device part: every writable
+#: client parameter of lustre-client.md §3 (docs/pfsim.md says which of them change nothing in
+#: pfsim), but the two that ask for something once rather than set a value (``osc_cached_mb``,
+#: a shrink request, and ``cur_grant_bytes``, which only gives grant back).
 TUNABLES = (
     "osc.max_pages_per_rpc",
     "osc.max_rpcs_in_flight",
     "osc.max_dirty_mb",
     "osc.short_io_bytes",
     "osc.checksums",
+    "osc.checksum_type",
+    "osc.grant_shrink_interval",
+    "osc.idle_timeout",
+    "osc.resend_count",
     "llite.max_read_ahead_mb",
     "llite.max_read_ahead_per_file_mb",
     "llite.max_read_ahead_whole_mb",
+    "llite.read_ahead_async_file_threshold_mb",
+    "llite.read_ahead_range_kb",
+    "llite.max_read_ahead_async_active",
     "llite.max_cached_mb",
+    "llite.checksums",
+    "llite.fast_read",
+    "llite.statahead_max",
+    "mdc.max_rpcs_in_flight",
+    "mdc.max_mod_rpcs_in_flight",
 )
 
 FILEBENCH_WORKLOADS = tuple(
