@@ -191,6 +191,7 @@ def test_bench_runs_every_tuner_and_seed_and_the_oracle_beats_the_default(two_ph
     assert f"`{os.path.relpath(two_phases, tmp_path / 'out')}`" in report  # from the report's directory
     assert "two-phases-config.png" in report
     assert "IOR's own bandwidth" not in report  # no IOR job
+    assert "it is not measured (-)" not in report  # the oracle ran: convergence is there
     assert "series" not in json.dumps(summary(document))
 
     # a stored document's convergence can be computed again from its runs, as the bench did
@@ -225,6 +226,7 @@ def test_ior_scenarios_report_ior_s_own_bandwidth(write_scenario: Callable[..., 
     report = (tmp_path / "out" / "report.md").read_text()
     assert "IOR's own bandwidth" in report
     assert f"| default | {scenario['results']['default']['ior']['write_mibps']:.1f} |" in report
+    assert "without `oracle` among `--tuners` it is not measured" in report  # why the column shows -
 
 
 def test_h5bench_scenarios_report_h5bench_s_observed_rate(write_scenario: Callable[..., Path], tmp_path: Path) -> None:
@@ -327,6 +329,17 @@ def test_cli_errors(two_phases: Path, tmp_path: Path, capsys: pytest.CaptureFixt
     assert "not among --tuners" in capsys.readouterr().err
     assert main(["bench", str(two_phases), "--tuners", "iopathtune", "--tuner-option", "iopathtune:nope=1"]) == 2
     assert "unknown option" in capsys.readouterr().err
+    for seeds, message in [
+        ("1,1", "'1,1' is not a list of distinct non-negative"),
+        ("1,-2", "seed -2 is not between"),
+        (str(2**64), f"seed {2**64} is not between"),
+    ]:
+        with pytest.raises(SystemExit) as exit_:
+            main(["bench", str(two_phases), "--tuners", "default", "--seeds", seeds])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err  # one line, naming the option rather than the scenario file
+        assert f"argument --seeds: {message}" in err, err
     (tmp_path / "file").write_text("")
     assert main(["bench", str(two_phases), "--tuners", "default", "--out", str(tmp_path / "file")]) == 2
     capsys.readouterr()
@@ -412,3 +425,10 @@ def test_a_report_directory_in_use_is_named_before_it_is_replaced(
     (tmp_path / "new" / "bench.json").write_text("{}")
     check_out(tmp_path / "new")
     assert "holds a report already" in capsys.readouterr().err
+
+
+def test_progress_knows_the_whole_count_before_the_first_run_ends(two_phases: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    run_bench([str(two_phases)], ["default", "bandit"], [1, 2], jobs=1, progress=lambda d, t: calls.append((d, t)))
+    assert calls[0] == (0, 4)  # the bar's first draw: 2 tuners x 2 seeds, nothing done yet
+    assert calls[1:] == [(i, 4) for i in range(1, 5)]

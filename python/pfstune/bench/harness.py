@@ -220,6 +220,8 @@ def run_bench(
         if progress is not None:
             progress(done[0], total)
 
+    if progress is not None:  # the bar shows the whole count before the first run ends
+        progress(0, total)
     with open_executor(jobs, scheduler) as executor:
         first = _run_units(executor, tuned, sweeps, loaded, configs, options, tick)
         records: list[dict[str, Any]] = first["records"]

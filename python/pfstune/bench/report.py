@@ -124,6 +124,11 @@ def markdown(document: Mapping[str, Any], plots: Mapping[str, Path], out: Path |
                 "the tuner's time per agent tick for all the OSCs it drives, after its first decision "
                 "(which pays a model's set-up: `decide_first_ms` in bench.json)."
             )
+            if "oracle" not in scenario["results"]:
+                note += (
+                    " Convergence needs each phase's best static configuration, which the oracle's sweep "
+                    "finds: without `oracle` among `--tuners` it is not measured (-)."
+                )
             lines += [note, ""]
         header = (
             "| tuner | MB/s | spread (std, min-max) | vs oracle | vs default | convergence (s) per phase | decide ms |"

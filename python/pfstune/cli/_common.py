@@ -24,13 +24,16 @@ def duration_text(text: str) -> str:
 
 
 def seed_list(text: str) -> list[int]:
-    """argparse type for ``1,2,3``: distinct non-negative integers."""
+    """argparse type for ``1,2,3``: distinct integers from 0 to 2^64 - 1 (a scenario's seed range)."""
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
         seeds = []
-    if not seeds or any(seed < 0 for seed in seeds) or len(set(seeds)) != len(seeds):
+    if not seeds or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of distinct non-negative integers, e.g. 1,2,3")
+    for seed in seeds:
+        if not 0 <= seed <= 2**64 - 1:
+            raise argparse.ArgumentTypeError(f"seed {seed} is not between 0 and {2**64 - 1}")
     return seeds
 
 
