@@ -76,6 +76,27 @@ def test_serve_applies_writes_and_reverts_refused_ones(write_scenario: Callable[
     assert "Traceback" not in stderr
 
 
+def test_a_write_is_applied_before_the_next_probe_interval(
+    write_scenario: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A sysfs write takes effect (or fails) at once: a refused value shows the old one again well
+    before the tree's next refresh, 3 s of simulated and real time away."""
+    root = tmp_path / "root"
+    scenario = SCENARIO.format(duration="60s").replace("seed: 1\n", "seed: 1\nprobe_interval: 3s\n")
+    process = serve(write_scenario(scenario), root, "--speed", "1")
+    try:
+        wait_for(lambda: sim_ns(root) == 0)
+        file = sorted(root.glob("sys/fs/lustre/osc/*/max_rpcs_in_flight"))[0]
+        file.write_text("0")
+        wait_for(lambda: file.read_text() == "8\n", timeout=2.0)
+        assert sim_ns(root) == 0  # no refresh yet
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=10)
+    assert process.returncode == 0, stderr
+    assert "max_rpcs_in_flight=0: " in stderr
+
+
 def test_serve_stops_at_the_end_of_the_scenario(write_scenario: Callable[[str], Path], tmp_path: Path) -> None:
     root = tmp_path / "root"
     process = serve(write_scenario(SCENARIO.format(duration="5s")), root, "--speed", "100")
