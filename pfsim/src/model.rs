@@ -213,6 +213,12 @@ pub struct Osc {
     pub grant_shrink_interval: i64,
     pub idle_timeout: u32,
     pub active: bool,
+    /// `checksum_dump`: dump pages whose checksum failed (no checksums fail in pfsim).
+    pub checksum_dump: bool,
+    /// `grant_shrink`: whether the client may give unused grant back (not modelled).
+    pub grant_shrink: bool,
+    /// `pinger_recov`: whether the pinger reconnects a lost import (no failures in pfsim).
+    pub pinger_recov: bool,
     // state
     pub r_in_flight: u32,
     pub w_in_flight: u32,

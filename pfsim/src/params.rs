@@ -19,9 +19,13 @@ const MDT_MAX_MOD_RPCS_PER_CLIENT: u32 = 8;
 const OSC_PARAMS: &[(&str, Tree, bool)] = &[
     ("active", Tree::Sys, true),
     ("checksums", Tree::Sys, true),
+    ("checksum_dump", Tree::Sys, true),
+    ("conn_uuid", Tree::Sys, false),
     ("cur_dirty_bytes", Tree::Sys, false),
     ("cur_dirty_grant_bytes", Tree::Sys, false),
     ("cur_lost_grant_bytes", Tree::Sys, false),
+    ("destroys_in_flight", Tree::Sys, false),
+    ("grant_shrink", Tree::Sys, true),
     ("grant_shrink_interval", Tree::Sys, true),
     ("idle_timeout", Tree::Sys, true),
     ("max_dirty_mb", Tree::Sys, true),
@@ -37,6 +41,7 @@ const OSC_PARAMS: &[(&str, Tree, bool)] = &[
     ("osc_cached_mb", Tree::Proc, true),
     ("osc_stats", Tree::Proc, true),
     ("ost_server_uuid", Tree::Proc, false),
+    ("pinger_recov", Tree::Proc, true),
     ("rpc_stats", Tree::Proc, true),
     ("state", Tree::Proc, false),
     ("unstable_stats", Tree::Proc, false),
@@ -45,6 +50,7 @@ const OSC_PARAMS: &[(&str, Tree, bool)] = &[
 
 const LLITE_PARAMS: &[(&str, Tree, bool)] = &[
     ("checksums", Tree::Sys, true),
+    ("checksum_pages", Tree::Sys, true),
     ("fast_read", Tree::Sys, true),
     ("max_read_ahead_async_active", Tree::Sys, true),
     ("max_read_ahead_mb", Tree::Sys, true),
@@ -150,6 +156,13 @@ impl Sim {
                 Ok(match param {
                     "active" => format!("{}\n", u8::from(o.active)),
                     "checksums" => format!("{}\n", u8::from(o.checksums)),
+                    "checksum_dump" => format!("{}\n", u8::from(o.checksum_dump)),
+                    // grant_shrink_show(): on unless disabled, and the OST offers GRANT_SHRINK
+                    "grant_shrink" => format!("{}\n", u8::from(o.grant_shrink)),
+                    // pinger_recov_seq_show(): !imp_no_pinger_recover
+                    "pinger_recov" => format!("{}\n", u8::from(o.pinger_recov)),
+                    // no OST object is destroyed through an OSC RPC in pfsim (removals go to the MDS)
+                    "destroys_in_flight" => "0\n".into(),
                     "cur_dirty_bytes" => format!("{}\n", o.dirty_pages * PAGE),
                     "cur_dirty_grant_bytes" => format!("{}\n", o.dirty_pages * PAGE),
                     "cur_lost_grant_bytes" => "0\n".into(),
@@ -157,7 +170,8 @@ impl Sim {
                     "idle_timeout" => format!("{}\n", o.idle_timeout),
                     "max_dirty_mb" => format!("{}\n", o.max_dirty_pages / PAGES_PER_MIB),
                     "max_rpcs_in_flight" => format!("{}\n", o.mrif),
-                    "ost_conn_uuid" => format!("{nid}\n"),
+                    // both are conn_uuid_show()
+                    "ost_conn_uuid" | "conn_uuid" => format!("{nid}\n"),
                     "resend_count" => format!("{}\n", o.resend_count),
                     "short_io_bytes" => format!("{}\n", o.short_io_bytes),
                     "checksum_type" => stats::checksum_type_text(o.checksum_type),
@@ -202,7 +216,8 @@ impl Sim {
                 }
                 let c = &self.clients[client];
                 Ok(match param {
-                    "checksums" => format!("{}\n", u8::from(c.checksums)),
+                    // checksum_pages is the same attribute as checksums (ll_checksum_show)
+                    "checksums" | "checksum_pages" => format!("{}\n", u8::from(c.checksums)),
                     "fast_read" => format!("{}\n", u8::from(c.fast_read)),
                     "max_read_ahead_async_active" => format!("{}\n", c.ra_async_active),
                     "max_read_ahead_mb" => format!("{}\n", c.ra_max_pages / PAGES_PER_MIB),
@@ -322,6 +337,9 @@ impl Sim {
                         o.short_io_bytes = v.min(65536 - 4096);
                     }
                     "checksums" => o.checksums = kstrtobool(value)?,
+                    "checksum_dump" => o.checksum_dump = kstrtobool(value)?,
+                    "grant_shrink" => o.grant_shrink = kstrtobool(value)?,
+                    "pinger_recov" => o.pinger_recov = kstrtobool(value)?,
                     "checksum_type" => {
                         let v = value.trim_end_matches('\n');
                         o.checksum_type = CHECKSUM_TYPES.iter().copied().find(|t| *t == v).ok_or(EINVAL)?;
@@ -370,7 +388,8 @@ impl Sim {
                     }
                     "osc_stats" => o.osc_stats_init_ns = now,
                     "stats" => o.counters_mut().stats.clear(stats_init),
-                    "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "connect_flags" | "import"
+                    "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "conn_uuid"
+                    | "destroys_in_flight" | "connect_flags" | "import"
                     | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
                     _ => return Err(ENOENT),
                 }
@@ -427,7 +446,7 @@ impl Sim {
                         // the workqueue runs at least one worker (wq_clamp_max_active())
                         c.ra_workers.resize(v.max(1) as usize);
                     }
-                    "checksums" => {
+                    "checksums" | "checksum_pages" => {
                         // checksums_store() pushes KEY_CHECKSUM to every OSC of the mount
                         let on = kstrtobool(value)?;
                         c.checksums = on;
@@ -511,7 +530,9 @@ impl Sim {
                 format!("0 to {most} MiB (below 2048 and at most a quarter of the node's RAM)")
             }
             ("osc", "short_io_bytes") => "0 (off), -1 (the default), or 64 to 1M bytes".into(),
-            ("osc" | "llite", "checksums") | ("llite", "fast_read") => "0 or 1 (y/n and on/off too)".into(),
+            ("osc" | "llite", "checksums")
+            | ("llite", "fast_read" | "checksum_pages")
+            | ("osc", "checksum_dump" | "grant_shrink" | "pinger_recov") => "0 or 1 (y/n and on/off too)".into(),
             ("osc", "checksum_type") => CHECKSUM_TYPES.join(", "),
             ("osc", "resend_count") => "0 to 4294967295".into(),
             ("osc", "idle_timeout") => format!("0 to {CONNECTION_SWITCH_MAX} seconds, or debug/nodebug"),

@@ -163,6 +163,21 @@ const PARAMS: &[Param] = &[
         good: &[("0", "0"), ("1", "1"), ("y", "1"), ("off", "0")],
         bad: &[("2", EINVAL), ("abc", EINVAL)],
     },
+    Param {
+        name: "osc.checksum_dump",
+        good: &[("1", "1"), ("0", "0"), ("on", "1")],
+        bad: &[("2", EINVAL), ("abc", EINVAL)],
+    },
+    Param {
+        name: "osc.grant_shrink",
+        good: &[("0", "0"), ("1", "1"), ("n", "0")],
+        bad: &[("2", EINVAL), ("abc", EINVAL)],
+    },
+    Param {
+        name: "osc.pinger_recov",
+        good: &[("0", "0"), ("1", "1"), ("Y", "1")],
+        bad: &[("2", EINVAL), ("", EINVAL)],
+    },
     // --- llite (128 GiB: max_read_ahead_mb 1024, per file 256, whole 4)
     Param {
         name: "llite.max_read_ahead_mb",
@@ -198,6 +213,12 @@ const PARAMS: &[Param] = &[
     },
     Param {
         name: "llite.checksums",
+        good: &[("0", "0"), ("1", "1"), ("off", "0")],
+        bad: &[("maybe", EINVAL)],
+    },
+    Param {
+        // the same attribute as checksums under another name
+        name: "llite.checksum_pages",
         good: &[("0", "0"), ("1", "1"), ("off", "0")],
         bad: &[("maybe", EINVAL)],
     },
@@ -345,6 +366,11 @@ fn defaults_are_lustres() {
         ("osc.grant_shrink_interval", "1200"),
         ("osc.idle_timeout", "20"),
         ("osc.active", "1"),
+        ("osc.checksum_dump", "0"),
+        ("osc.grant_shrink", "1"),
+        ("osc.pinger_recov", "1"),
+        ("osc.destroys_in_flight", "0"),
+        ("llite.checksum_pages", "1"),
         ("osc.cur_dirty_bytes", "0"),
         // 2 x (4 MiB brw_size + 24 KiB extent tax), the real idle value
         ("osc.cur_grant_bytes", "8437760"),
@@ -406,6 +432,15 @@ fn read_only_files_refuse_writes_with_eacces() {
         assert_eq!(sim.set_param(0, name, "0"), Err(EACCES), "{name}");
         assert_eq!(sim.get_param(0, name).unwrap(), before, "{name}");
     }
+}
+
+#[test]
+fn aliases_show_the_same_attribute() {
+    let mut sim = idle();
+    assert_eq!(get(&sim, "osc.conn_uuid"), get(&sim, "osc.ost_conn_uuid"));
+    assert_eq!(set(&mut sim, "llite.checksum_pages", "0"), Ok(()));
+    assert_eq!(value(&sim, "llite.checksums"), "0");
+    assert_eq!(value(&sim, "osc.checksums"), "0"); // pushed to the OSCs as checksums does
 }
 
 #[test]
