@@ -273,23 +273,36 @@ def test_dlio_and_h5bench_take_their_own_names_for_our_keys() -> None:
         parse_scenario(doc("[{name: v, client: 0, workload: h5bench.vpic, record_length: 1k}]"), "t.yaml")
 
 
-def test_h5bench_settings_modelled_at_one_value_are_taken_at_that_value_only() -> None:
-    # h5bench's sample configurations, YAML's NO (false) included
-    copied = "mem_pattern: CONTIG, collective_data: NO, collective_metadata: 'no', mode: Sync"
-    for workload in ("h5bench.vpic", "h5bench.bdcats"):
-        text = doc(f"[{{name: v, client: 0, workload: {workload}, {copied}}}]")
-        assert (
-            parse_scenario(text, "t.yaml").jobs[0].h5bench
-            == parse_scenario(doc(f"[{{name: v, client: 0, workload: {workload}}}]"), "t.yaml").jobs[0].h5bench
+def test_h5bench_settings_are_taken_at_the_values_that_give_what_pfsim_models() -> None:
+    def h5(workload: str, settings: str) -> object:
+        return (
+            parse_scenario(doc(f"[{{name: v, client: 0, workload: {workload}, {settings}}}]"), "t.yaml").jobs[0].h5bench
         )
-    for setting, message in [
-        ("collective_data: YES", r"jobs\[0\]\.collective_data: 'yes': pfsim models only NO \(the ranks write and read"),
-        ("mode: ASYNC", r"jobs\[0\]\.mode: 'ASYNC': pfsim models only SYNC"),
-        ("mem_pattern: strided", r"jobs\[0\]\.mem_pattern: 'strided': pfsim models only CONTIG"),
-        ("collective_metadata: 1", r"jobs\[0\]\.collective_metadata: 1: pfsim models only NO"),
+
+    # h5bench's sample configurations, YAML's NO (false) included: the same job as without them
+    plain_vpic, plain_bdcats = h5("h5bench.vpic", "timesteps: 5"), h5("h5bench.bdcats", "timesteps: 5")
+    assert h5("h5bench.vpic", "mem_pattern: CONTIG, collective_data: NO, collective_metadata: YES, mode: Sync") == (
+        plain_vpic
+    )
+    assert h5("h5bench.vpic", "file_pattern: INTERLEAVED, mem_pattern: interleaved") == h5(
+        "h5bench.vpic", "file_pattern: interleaved"
+    )  # h5bench's II mode
+    # h5bench_read reads into contiguous buffers, independently, whatever these say
+    bdcats = "mem_pattern: INTERLEAVED, collective_data: YES, collective_metadata: 'no', mode: SYNC"
+    assert h5("h5bench.bdcats", bdcats) == plain_bdcats
+    for workload, setting, message in [
+        ("h5bench.vpic", "collective_data: YES", r"collective_data: 'yes': pfsim models NO here \(independent"),
+        ("h5bench.vpic", "mem_pattern: interleaved", r"mem_pattern: 'interleaved': pfsim models CONTIG here"),
+        (
+            "h5bench.vpic",
+            "file_pattern: interleaved, mem_pattern: contig",
+            r"mem_pattern: 'contig': pfsim models INTERLEAVED",
+        ),
+        ("h5bench.bdcats", "mode: ASYNC", r"mode: 'ASYNC': pfsim models SYNC here \(no asynchronous"),
+        ("h5bench.bdcats", "collective_metadata: 1", r"collective_metadata: 1: pfsim models YES or NO here$"),
     ]:
-        with pytest.raises(ScenarioError, match=message):
-            parse_scenario(doc(f"[{{name: v, client: 0, workload: h5bench.vpic, {setting}}}]"), "t.yaml")
+        with pytest.raises(ScenarioError, match=r"jobs\[0\]\." + message):
+            h5(workload, setting)
 
 
 def test_tunable_values_become_strings() -> None:

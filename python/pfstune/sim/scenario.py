@@ -47,10 +47,13 @@ lower-cased: ``processes`` (MPI ranks, 1, spread over the job's clients), ``num_
 (contig|interleaved|strided, contig); bdcats: ``read_option`` (full|partial|strided, full) and
 ``to_read_num_particles``; strided access: ``stride_size``, ``block_size``, ``block_cnt``, with
 (stride_size + block_size) x block_cnt at most ``dim_1``, as h5bench requires.  h5bench settings
-that pfsim models at one value only are taken at that value, so that a copied configuration
-runs: ``mem_pattern`` CONTIG, ``collective_data`` and ``collective_metadata`` NO, ``mode``
-SYNC; another value is refused.  Both kernels end after their last timestep (as h5bench does);
-give enough ``timesteps`` to outlast the job.
+that choose nothing else in pfsim are taken, so that a copied configuration runs, at the
+values that give what pfsim does: ``mode`` SYNC; for vpic ``mem_pattern`` CONTIG (INTERLEAVED
+with an interleaved file: h5bench's CC and II modes) and ``collective_data`` NO; for bdcats any
+``mem_pattern`` and ``collective_data`` (h5bench_read reads into contiguous buffers with
+independent transfers whatever they say); ``collective_metadata`` YES or NO (HDF5's metadata
+I/O is not modelled).  Another value is refused, saying what pfsim models.  Both kernels end
+after their last timestep (as h5bench does); give enough ``timesteps`` to outlast the job.
 
 ``dlio`` jobs take the DLIO benchmark's settings: ``model`` (a preset from DLIO's published
 workload configurations: ``bert`` or ``megatron_deepspeed``; any key below overrides it),
@@ -180,16 +183,14 @@ _H5_KEYS = (
     "block_size",
     "block_cnt",
 )
-#: h5bench settings pfsim takes only at the value it models (h5bench's own spelling, any case):
-#: a copied configuration that asks for these runs as it would; another value is refused.
-_H5_FIXED = {
-    "mem_pattern": ("contig", "the particles are in contiguous buffers"),
-    "collective_data": ("no", "the ranks write and read independently, without collective buffering"),
-    "collective_metadata": ("no", "no collective metadata writes"),
-    "mode": ("sync", "no asynchronous VOL connector"),
-}
-_VPIC_KEYS = (*_H5_KEYS, "file_pattern", *_H5_FIXED)
-_BDCATS_KEYS = (*_H5_KEYS, "read_option", "to_read_num_particles", *_H5_FIXED)
+#: h5bench settings that choose nothing pfsim models otherwise, so that a copied configuration
+#: runs: each is taken at the values that give what pfsim does (h5bench's spelling, any case), and
+#: another value is refused.  (h5bench_read reads into contiguous buffers with independent
+#: transfers and collective metadata reads whatever its configuration says; HDF5's metadata
+#: I/O is not modelled, so COLLECTIVE_METADATA changes nothing for either kernel.)
+_H5_SETTINGS = ("mem_pattern", "collective_data", "collective_metadata", "mode")
+_VPIC_KEYS = (*_H5_KEYS, "file_pattern", *_H5_SETTINGS)
+_BDCATS_KEYS = (*_H5_KEYS, "read_option", "to_read_num_particles", *_H5_SETTINGS)
 _DLIO_KEYS = (
     "model",
     "format",
@@ -499,15 +500,16 @@ def _suggest(key: object, allowed: tuple[str, ...]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _only(modelled: str, what: str) -> Callable[[object], str]:
-    """A tool setting taken only at the value pfsim models: ``modelled`` in any letter case (YAML's
-    ``no`` is false)."""
+def _one_of(values: tuple[str, ...], why: str) -> Callable[[object], str]:
+    """A tool setting taken at ``values`` only (any letter case; YAML's ``yes``/``no`` are booleans);
+    ``why`` says what pfsim models when another value is refused."""
 
     def convert(value: object) -> str:
         spelled = {False: "no", True: "yes"}.get(value, value) if isinstance(value, bool) else value
-        if isinstance(spelled, str) and spelled.lower() == modelled:
-            return modelled
-        raise UserError(f"{spelled!r}: pfsim models only {modelled.upper()} ({what})")
+        if isinstance(spelled, str) and spelled.lower() in values:
+            return spelled.lower()
+        models = " or ".join(v.upper() for v in values)
+        raise UserError(f"{spelled!r}: pfsim models {models} here" + (f" ({why})" if why else ""))
 
     return convert
 
@@ -866,8 +868,7 @@ class _Builder:
             for name in ("stride_size", "block_size", "block_cnt"):
                 if name in doc:
                     raise self.error(f"{path}.{name}", "applies only to strided access")
-        for key, (modelled, what) in _H5_FIXED.items():
-            self.get(doc, key, path, _only(modelled, what), modelled)
+        self.h5bench_settings(doc, path, write, pattern)
         return H5Options(
             processes=self.get(doc, "processes", path, integer(1), 1),
             particles=particles,
@@ -880,6 +881,32 @@ class _Builder:
             block=block,
             block_cnt=block_cnt,
         )
+
+    def h5bench_settings(self, doc: Mapping[str, Any], path: str, write: bool, pattern: str) -> None:
+        """Check the h5bench settings of :data:`_H5_SETTINGS` against what pfsim models."""
+        yes_or_no = ("yes", "no")
+        if write:
+            # VPIC-IO's CC, II and contiguous-memory strided modes (IC and CI are not modelled)
+            memory = "interleaved" if pattern == "interleaved" else "contig"
+            mode = {"contig": "CC", "interleaved": "II"}.get(pattern, "contiguous memory")
+            allowed = {
+                "mem_pattern": (
+                    (memory,),
+                    f"with file_pattern {pattern}: {mode}; the IC and CI modes are not modelled",
+                ),
+                "collective_data": (("no",), "independent transfers; collective buffering is not modelled"),
+                "collective_metadata": (yes_or_no, ""),
+                "mode": (("sync",), "no asynchronous VOL connector"),
+            }
+        else:
+            allowed = {
+                "mem_pattern": (("contig", "interleaved", "strided"), ""),
+                "collective_data": (yes_or_no, ""),
+                "collective_metadata": (yes_or_no, ""),
+                "mode": (("sync",), "no asynchronous VOL connector"),
+            }
+        for key, (values, why) in allowed.items():
+            self.get(doc, key, path, _one_of(values, why), values[0])
 
     def dlio(self, doc: Mapping[str, Any], path: str) -> DlioOptions:
         model = self.get(doc, "model", path, choice("DLIO model", *DLIO_MODELS), None)
