@@ -33,6 +33,7 @@ const OSC_PARAMS: &[(&str, Tree, bool)] = &[
     ("ost_conn_uuid", Tree::Sys, false),
     ("resend_count", Tree::Sys, true),
     ("short_io_bytes", Tree::Sys, true),
+    ("uuid", Tree::Sys, false),
     ("checksum_type", Tree::Proc, true),
     ("connect_flags", Tree::Proc, false),
     ("cur_grant_bytes", Tree::Proc, true),
@@ -59,6 +60,7 @@ const LLITE_PARAMS: &[(&str, Tree, bool)] = &[
     ("read_ahead_async_file_threshold_mb", Tree::Sys, true),
     ("read_ahead_range_kb", Tree::Sys, true),
     ("statahead_max", Tree::Sys, true),
+    ("uuid", Tree::Sys, false),
     ("max_cached_mb", Tree::Debug, true),
     ("read_ahead_stats", Tree::Debug, true),
     ("stats", Tree::Debug, true),
@@ -98,6 +100,21 @@ impl Sim {
 
     pub fn llite_name(&self, client: usize) -> String {
         format!("{}-{:016x}", self.cfg.cluster.fsname, self.clients[client].instance)
+    }
+
+    /// The mount's client UUID, which its llite instance and its OSCs print in `uuid` (a real
+    /// client's is random; this one comes from the instance, so the same seed gives the same one).
+    pub fn client_uuid(&self, client: usize) -> String {
+        let mut rng = crate::rng::Rng::new(self.clients[client].instance);
+        let (a, b) = (rng.next_u64(), rng.next_u64());
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xffff,
+            b >> 48,
+            b & 0xffff_ffff_ffff
+        )
     }
 
     /// Every parameter file of one client node.
@@ -163,6 +180,7 @@ impl Sim {
                     "pinger_recov" => format!("{}\n", u8::from(o.pinger_recov)),
                     // no OST object is destroyed through an OSC RPC in pfsim (removals go to the MDS)
                     "destroys_in_flight" => "0\n".into(),
+                    "uuid" => format!("{}\n", self.client_uuid(client)),
                     "cur_dirty_bytes" => format!("{}\n", o.dirty_pages * PAGE),
                     "cur_dirty_grant_bytes" => format!("{}\n", o.dirty_pages * PAGE),
                     "cur_lost_grant_bytes" => "0\n".into(),
@@ -226,6 +244,7 @@ impl Sim {
                     "read_ahead_async_file_threshold_mb" => format!("{}\n", c.ra_async_threshold_pages / PAGES_PER_MIB),
                     "read_ahead_range_kb" => format!("{}\n", c.ra_range_pages * 4),
                     "statahead_max" => format!("{}\n", c.statahead_max),
+                    "uuid" => format!("{}\n", self.client_uuid(client)),
                     "max_cached_mb" => stats::max_cached_mb_text(
                         1,
                         (c.max_cached_pages / PAGES_PER_MIB) as i64,
@@ -389,7 +408,7 @@ impl Sim {
                     "osc_stats" => o.osc_stats_init_ns = now,
                     "stats" => o.counters_mut().stats.clear(stats_init),
                     "cur_dirty_bytes" | "cur_dirty_grant_bytes" | "cur_lost_grant_bytes" | "ost_conn_uuid" | "conn_uuid"
-                    | "destroys_in_flight" | "connect_flags" | "import"
+                    | "destroys_in_flight" | "uuid" | "connect_flags" | "import"
                     | "ost_server_uuid" | "state" | "unstable_stats" => return Err(13),
                     _ => return Err(ENOENT),
                 }
@@ -476,6 +495,7 @@ impl Sim {
                     }
                     "read_ahead_stats" => c.ra_stats.clear(stats_init),
                     "stats" => c.stats.clear(stats_init),
+                    "uuid" => return Err(13),
                     _ => return Err(ENOENT),
                 }
                 Ok(())

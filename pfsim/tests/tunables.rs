@@ -441,6 +441,15 @@ fn aliases_show_the_same_attribute() {
     assert_eq!(set(&mut sim, "llite.checksum_pages", "0"), Ok(()));
     assert_eq!(value(&sim, "llite.checksums"), "0");
     assert_eq!(value(&sim, "osc.checksums"), "0"); // pushed to the OSCs as checksums does
+    // the mount's client UUID, as its llite instance and every OSC of it print it
+    let uuid = value(&sim, "llite.uuid");
+    let groups: Vec<usize> = uuid.split('-').map(str::len).collect();
+    assert_eq!(groups, [8, 4, 4, 4, 12], "{uuid}");
+    assert!(uuid.chars().all(|ch| ch == '-' || ch.is_ascii_hexdigit()), "{uuid}");
+    for osc in osc_names(&sim, 0) {
+        assert_eq!(sim.get_param(0, &format!("osc.{osc}.uuid")).unwrap(), format!("{uuid}\n"));
+    }
+    assert_eq!(value(&idle(), "llite.uuid"), uuid); // the same seed, the same UUID
 }
 
 #[test]
