@@ -37,7 +37,9 @@ def setup_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="output directory (created if missing; an earlier collection there is added to)",
     )
     seeds = parser.add_mutually_exclusive_group()
-    seeds.add_argument("--seeds", type=seed_list, metavar="N,N,...", help="seeds to run each scenario with")
+    seeds.add_argument(
+        "--seeds", type=seed_list, metavar="N,N,...", help="seeds to run each scenario with (default: its own seed)"
+    )
     seeds.add_argument("--repeat", type=positive_int, metavar="N", help="run each scenario with seeds 1..N")
     parser.add_argument(
         "--duration",
