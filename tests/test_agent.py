@@ -424,8 +424,9 @@ def test_an_option_the_backend_does_not_use_is_named() -> None:
     assert simulated == ["--root /tmp/tree is ignored: --backend sim tunes the scenario's simulated clients"]
 
 
-class _Recording(DefaultTuner):
-    """Changes nothing and records which OSCs it observed, tick by tick."""
+class _Recording(Tuner):
+    """Records which OSCs it observed, tick by tick, and asks every OSC for a change every tick
+    (max_rpcs_in_flight between 8 and 16)."""
 
     name = "recording"
 
@@ -434,6 +435,9 @@ class _Recording(DefaultTuner):
 
     def observe(self, osc: str, config: Config, metrics: Mapping[str, float]) -> None:
         self.seen.add(osc)
+
+    def suggest(self, context: Context) -> Config:
+        return {**context.config, "max_rpcs_in_flight": 24 - context.config["max_rpcs_in_flight"]}
 
 
 _BUSY = "lustrefs-OST0000-osc-ffff88105db50000"
@@ -459,9 +463,10 @@ def test_counters_that_went_back_reach_the_tuner_in_no_interval(
     tuner = _Recording()
     observed: list[set[str]] = []
     reported: list[set[str]] = []
+    changed: list[set[str]] = []
     with (
         caplog.at_level("WARNING", logger="pfstune.agent"),
-        LustreBackend(root, tmp_path / "state", dry_run=True) as backend,
+        LustreBackend(root, tmp_path / "state") as backend,
     ):
         agent = Agent(backend, tuner, interval=0.5)
         for text in (intact, intact, damage(intact), intact, intact, damage(intact), intact):
@@ -470,6 +475,7 @@ def test_counters_that_went_back_reach_the_tuner_in_no_interval(
             report = agent.tick()
             observed.append(set(tuner.seen))
             reported.append(set(report.mbps))
+            changed.append(set(report.changes))
             assert report.dirty_mb[_BUSY] == 32  # the fixture's max_dirty_mb, for the exporter
     everyone = observed[1]
     assert _BUSY in everyone
@@ -477,6 +483,8 @@ def test_counters_that_went_back_reach_the_tuner_in_no_interval(
     others = everyone - {_BUSY}
     assert observed == [set(), everyone, others, others, everyone, others, others]
     assert reported == observed  # no throughput for the left-out intervals either
+    # and no decision: the OSC keeps its values through them (every tick asks every OSC for a change)
+    assert changed == [everyone, everyone, others, others, everyone, others, others]
     warnings = [r.getMessage() for r in caplog.records if "went back" in r.getMessage()]
     assert len(warnings) == 2  # once per event: the OSC read cleanly in between
     assert all(w.startswith(f"{_BUSY}: statistics went back since the last probe") for w in warnings)

@@ -163,6 +163,7 @@ class Agent:
         report.oscs = len(names)
         self._log_what_is_tuned(report.oscs, matched)
         rows: list[Mapping[str, float]] = [{} for _ in names]
+        untrusted: set[str] = set()  # OSCs whose interval is left out (see _untrusted_intervals)
         if previous is not None and observed:
             columns = osc_feature_columns(
                 previous.table.take(rows_before),
@@ -208,6 +209,8 @@ class Agent:
         decided = time.perf_counter()
         requests: dict[str, Config] = {}
         for context, suggestion in zip(contexts, suggestions, strict=True):
+            if context.osc in untrusted:
+                continue  # no decision on an interval the tuner could not see: the OSC keeps its values
             # only the tuned parameters: a tuner does not get to set anything else
             current = in_force[context.osc]
             changes = {p: int(v) for p, v in suggestion.items() if p in TUNED_PARAMS and current.get(p) != v}
@@ -264,8 +267,9 @@ class Agent:
         its last counters are missing), and then the next interval, which starts from that read,
         would count the missing counters' whole history as new. The two cannot be told apart when
         they happen, so both intervals are left out: the tuner sees neither (no row, as on an
-        OSC's first tick), and no throughput is reported for them. A warning names the OSC once,
-        until it reads cleanly again.
+        OSC's first tick), the OSC keeps its values through them whatever the tuner suggests (a
+        tuner may take a row-less interval for an idle one), and no throughput is reported for
+        them. A warning names the OSC once, until it reads cleanly again.
         """
         flagged = {name for name, flag in zip(names, cleared, strict=True) if flag == 1.0}
         untrusted = flagged | (self._suspect_baseline & set(names))
