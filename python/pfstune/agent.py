@@ -271,8 +271,9 @@ class Agent:
         tuner may take a row-less interval for an idle one), and no throughput is reported for
         them. A warning names the OSC once, until it reads cleanly again.
         """
+        seen = set(names)
         flagged = {name for name, flag in zip(names, cleared, strict=True) if flag == 1.0}
-        untrusted = flagged | (self._suspect_baseline & set(names))
+        untrusted = flagged | (self._suspect_baseline & seen)
         for name in sorted(flagged):
             if name in self._warned_backwards:
                 log.debug("%s: statistics went back again since the last probe", name)
@@ -283,7 +284,7 @@ class Agent:
                 name,
             )
             self._warned_backwards.add(name)
-        self._warned_backwards -= set(names) - untrusted
+        self._warned_backwards -= seen - untrusted
         self._suspect_baseline = flagged
         return untrusted
 

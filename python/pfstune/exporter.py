@@ -83,11 +83,9 @@ class Exporter:
             config = {**tuned, "max_dirty_mb": report.dirty_mb[osc]} if osc in report.dirty_mb else tuned
             for param, value in config.items():
                 self.tunable.labels(osc=osc, param=param).set(value)
-            params = self._params.setdefault(osc, set())
-            for param in params - set(config):  # max_dirty_mb no longer readable
+            for param in self._params.get(osc, set()) - set(config):  # max_dirty_mb no longer readable
                 self.tunable.remove(osc, param)
-            params.intersection_update(config)
-            params.update(config)
+            self._params[osc] = set(config)
             if osc not in report.mbps:
                 with contextlib.suppress(KeyError):  # older prometheus_client: KeyError for a series never set
                     self.throughput.remove(osc)

@@ -713,7 +713,6 @@ class _Builder:
         ior = self.ior(doc, path, fsync) if is_ior else None
         h5 = self.h5bench(doc, path, workload) if workload in H5BENCH_WORKLOADS else None
         dlio = self.dlio(doc, path) if workload == "dlio" else None
-        self.spelled, self.their_names = {}, {}  # the job's tool names end with it
         cached = self.get(doc, "cached", path, boolean, False)
         if ior is not None:
             threads, iosize = ior.processes, ior.transfer
