@@ -34,7 +34,7 @@ fn main() {
                 t.events
             );
             if only.is_some() {
-                eprintln!("event kinds (thread, chunk, rpc, flusher, disk): {:?}", sim.ev_kinds);
+                eprintln!("event kinds (thread, chunk, rpc, flusher, disk, pinger): {:?}", sim.ev_kinds);
                 for &o in &sim.clients[0].oscs {
                     let name = &sim.oscs[o as usize].name;
                     let st = sim.get_param(0, &format!("osc.{name}.stats")).expect("stats");

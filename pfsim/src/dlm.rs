@@ -335,7 +335,13 @@ impl Sim {
             }
             self.callbacks.swap_remove(i);
             self.oscs[osc_i as usize].callbacks -= 1;
-            self.files[cb.file as usize].locks[cb.stripe].retain(|l| *l != cb.lock);
+            let f = &mut self.files[cb.file as usize];
+            let before = f.locks[cb.stripe].len();
+            f.locks[cb.stripe].retain(|l| *l != cb.lock);
+            if !f.removed {
+                // (a removed file's locks left the count with it: `discard_file`)
+                self.oscs[osc_i as usize].locks -= (before - f.locks[cb.stripe].len()) as u32;
+            }
             self.wake_waiters(cb.file, cb.stripe, &cb.lock);
             // the LDLM_CANCEL RPC: `ldlm_cancel` and `req_waittime` at its reply
             self.send_other_rpc(osc_i, OtherRpc::Cancel, rtt);
@@ -350,7 +356,9 @@ impl Sim {
         let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], &self.lock_waiters);
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
+        let before = locks.len();
         locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
+        let merged = (before - locks.len()) as u32;
         let lock = Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false };
         locks.push(lock);
         // requests the new lock conflicts with must call it back; those queued behind this one
@@ -362,12 +370,15 @@ impl Sim {
         // the enqueue RPC: `ldlm_extent_enqueue` at once (ldlm_cli_enqueue()), `req_waittime`
         // at its reply
         self.oscs[osc_i as usize].counters_mut().stats.add(OscCtr::LdlmExtentEnqueue, 1);
-        self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
+        if !self.files[w.file as usize].removed {
+            self.oscs[osc_i as usize].locks = self.oscs[osc_i as usize].locks + 1 - merged;
+        }
+        let back = self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
         // the op that asked holds a reference: it proceeds even if the lock is called back
         if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
             op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
         }
-        self.schedule(self.now + rtt, Ev::Thread(w.tid));
+        self.schedule(back, Ev::Thread(w.tid));
     }
 
     /// Forget a client's cached pages under a cancelled lock (the cancel discards them).
@@ -492,11 +503,14 @@ mod tests {
         let mut sim = Sim::new(crate::config::Config::from_json(crate::config::TEST_THREE_CLIENTS).expect("config")).expect("sim");
         let gone = Lock { client: 0, start: 0, end: 9, write: true, cancelling: true };
         sim.files[0].locks[0] = vec![gone];
+        let holder = sim.clients[0].oscs[sim.files[0].osts[0] as usize] as usize;
+        sim.oscs[holder].locks = 1;
         let waiter = |tid: u32, start: u64, end: u64| Waiter { tid, client: tid, file: 0, stripe: 0, start, end, write: true, stale: false };
         sim.lock_waiters = vec![waiter(1, 5, 20), waiter(2, 15, 30)];
         sim.check_invariants().expect("both requests are blocked as they were");
         // the cancel
         sim.files[0].locks[0].clear();
+        sim.oscs[holder].locks = 0;
         sim.wake_waiters(0, 0, &gone);
         sim.process_lock_queue();
         // client 1's lock had nothing dirty under it: it went at once, and client 2 got its own

@@ -31,7 +31,7 @@ use crate::intervals::{interval_insert, interval_remove, overlapping, push_run, 
 use crate::model::*;
 use crate::queue::EventQueue;
 use crate::rng::Rng;
-use crate::stats::{LliteCtr, LliteStats, OscCtr, RaCtr, RaStats, TextStyle};
+use crate::stats::{ImportState, LliteCtr, LliteStats, OscCtr, RaCtr, RaStats, TextStyle};
 use crate::workload::{self, Role};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,15 +46,22 @@ pub(crate) enum Ev {
     Flusher(u32),
     /// An OST device behind an elevator finished its request (its RPCs go on, the next starts).
     Disk(u32),
+    /// The pinger of a client looks at its OSCs' imports (`ptlrpc_pinger_main()`).
+    Pinger(u32),
 }
 
 /// An RPC an OSC sends besides its bulk reads and writes: an extent lock enqueue, a lock cancel,
-/// an `OST_SYNC`.
+/// an `OST_SYNC`, and the import's own: a ping, an idle disconnect, a reconnect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum OtherRpc {
     Enqueue,
     Cancel,
     Sync,
+    Ping,
+    Disconnect,
+    /// A disconnect counted as `OscCounters::connected` shows it (the OSC's counters unboxed).
+    QuietDisconnect,
+    Connect,
 }
 
 impl OtherRpc {
@@ -65,6 +72,10 @@ impl OtherRpc {
             OtherRpc::Enqueue => None,
             OtherRpc::Cancel => Some(OscCtr::LdlmCancel),
             OtherRpc::Sync => Some(OscCtr::OstSync),
+            OtherRpc::Ping => Some(OscCtr::ObdPing),
+            OtherRpc::Disconnect => Some(OscCtr::OstDisconnect),
+            OtherRpc::QuietDisconnect => None,
+            OtherRpc::Connect => Some(OscCtr::OstConnect),
         }
     }
 }
@@ -105,8 +116,8 @@ pub struct Sim {
     next_obj_id: u64,
     next_ost: u32,
     /// Events processed by kind: application threads, read set-up, RPC steps, flusher ticks,
-    /// device completions behind an elevator (what a run spends its time on).
-    pub ev_kinds: [u64; 5],
+    /// device completions behind an elevator, pinger wake-ups (what a run spends its time on).
+    pub ev_kinds: [u64; 6],
     /// When the MDS is next free to serve an open or close.
     mds_free_at: u64,
     pub(crate) callbacks: Vec<crate::dlm::Callback>,
@@ -139,6 +150,17 @@ fn ceil_div(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
 }
 
+/// The import of `osc` goes to `state` at clock second `secs` (`import_set_state_nolock()`:
+/// the state and an entry of its history, of which the `state` file shows the last 16).
+fn push_state(osc: &mut Osc, secs: u64, state: ImportState) {
+    osc.import = state;
+    osc.state_hist.push((secs, state));
+    // with the mount's CONNECTING and FULL before them, the last 16 are shown
+    if osc.state_hist.len() > 16 {
+        osc.state_hist.remove(0);
+    }
+}
+
 impl Sim {
     pub(crate) fn schedule(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
@@ -159,6 +181,7 @@ impl Sim {
                 Ev::Rpc(_) => 2,
                 Ev::Flusher(_) => 3,
                 Ev::Disk(_) => 4,
+                Ev::Pinger(_) => 5,
             };
             self.ev_kinds[kind] += 1;
             match ev {
@@ -172,38 +195,172 @@ impl Sim {
                 Ev::Rpc(id) => self.on_rpc(id),
                 Ev::Flusher(ci) => self.on_flusher(ci),
                 Ev::Disk(ost) => self.on_disk_done(ost as usize),
+                Ev::Pinger(ci) => self.on_pinger(ci),
             }
         }
         self.now = self.now.max(t);
         self.settle_other_rpcs(self.now);
     }
 
-    /// OSC `osc_i` sends an `OtherRpc` whose reply comes `rtt` from now: it is in flight on the
-    /// import until then, and `req_active` counts the RPCs in flight with it (`ptl_send_rpc()`).
-    pub(crate) fn send_other_rpc(&mut self, osc_i: u32, kind: OtherRpc, rtt: u64) {
+    /// OSC `osc_i` sends an `OtherRpc` whose reply comes `rtt` after it leaves: it is in flight
+    /// on the import until then, and `req_active` counts the RPCs in flight with it
+    /// (`ptl_send_rpc()`). It leaves now, or once an idle import has connected again
+    /// ([`Sim::when_connected`]). Returns when its reply comes.
+    pub(crate) fn send_other_rpc(&mut self, osc_i: u32, kind: OtherRpc, rtt: u64) -> u64 {
+        let sent = match kind {
+            OtherRpc::Disconnect | OtherRpc::Connect => self.now,
+            _ => self.when_connected(osc_i),
+        };
+        self.send_other_rpc_at(osc_i, kind, sent, rtt)
+    }
+
+    fn send_other_rpc_at(&mut self, osc_i: u32, kind: OtherRpc, sent: u64, rtt: u64) -> u64 {
         let osc = &mut self.oscs[osc_i as usize];
         osc.other_in_flight += 1;
-        let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
-        osc.counters_mut().stats.add(OscCtr::ReqActive, inflight as i64);
-        self.other_rpcs.push(Reverse((self.now + rtt, osc_i, kind, (rtt / 1000) as i64)));
+        osc.next_ping_ns = sent + PING_INTERVAL_NS; // ptlrpc_pinger_sending_on_import()
+        let wait_us = (rtt / 1000) as i64;
+        let mut kind = kind;
+        if kind == OtherRpc::Disconnect && osc.counters.is_none() {
+            // counted as `OscCounters::connected` shows it, to keep the counters unboxed
+            osc.quiet_disconnect_us = wait_us as u32;
+            kind = OtherRpc::QuietDisconnect;
+        } else {
+            let inflight = osc.r_in_flight + osc.w_in_flight + osc.other_in_flight;
+            osc.counters_mut().stats.add(OscCtr::ReqActive, inflight as i64);
+        }
+        self.other_rpcs.push(Reverse((sent + rtt, osc_i, kind, wait_us)));
+        sent + rtt
     }
 
     /// The replies of `OtherRpc`s due by `t`: `req_waittime` and the opcode's counter take their
-    /// round trip (`after_reply()`), and they leave the import's in-flight count.
+    /// round trip (`after_reply()`), they leave the import's in-flight count, and the import
+    /// notes the reply (`reply_in_callback()`). A disconnect's reply leaves the import IDLE, or
+    /// connecting again when an RPC waits for it; a connect's leaves it FULL.
     fn settle_other_rpcs(&mut self, t: u64) {
         while let Some(&Reverse((reply_ns, osc_i, kind, wait_us))) = self.other_rpcs.peek() {
             if reply_ns > t {
                 return;
             }
             self.other_rpcs.pop();
+            let secs = self.clock_secs(reply_ns);
             let osc = &mut self.oscs[osc_i as usize];
             osc.other_in_flight -= 1;
-            let stats = &mut osc.counters_mut().stats;
-            stats.add(OscCtr::ReqWaittime, wait_us);
-            if let Some(c) = kind.counter() {
-                stats.add(c, wait_us);
+            osc.last_reply_ns = reply_ns;
+            if kind != OtherRpc::QuietDisconnect {
+                let stats = &mut osc.counters_mut().stats;
+                stats.add(OscCtr::ReqWaittime, wait_us);
+                if let Some(c) = kind.counter() {
+                    stats.add(c, wait_us);
+                }
+            }
+            match kind {
+                OtherRpc::Disconnect | OtherRpc::QuietDisconnect => {
+                    osc.disconnecting = false;
+                    if osc.reconnect_queued {
+                        // ptlrpc_disconnect_idle_interpret(): requests wait, so connect again
+                        osc.reconnect_queued = false;
+                        push_state(osc, secs, ImportState::New);
+                        push_state(osc, secs, ImportState::Connecting);
+                        let rtt = osc.connect_done_ns - reply_ns;
+                        self.send_other_rpc_at(osc_i, OtherRpc::Connect, reply_ns, rtt);
+                    } else {
+                        push_state(osc, secs, ImportState::Idle);
+                    }
+                }
+                OtherRpc::Connect => push_state(osc, secs, ImportState::Full),
+                _ => {}
             }
         }
+    }
+
+    /// When OSC `osc_i`'s import can send an RPC: now when it is FULL; when it is IDLE, once a
+    /// connect started now is back (`ptlrpc_reconnect_if_idle()`: the request waits for it); while
+    /// its idle disconnect is under way, once the disconnect and a connect after it are back.
+    pub(crate) fn when_connected(&mut self, osc_i: u32) -> u64 {
+        let rtt = self.import_rtt();
+        let secs = self.clock_secs(self.now);
+        let osc = &mut self.oscs[osc_i as usize];
+        match osc.import {
+            ImportState::Full => self.now,
+            ImportState::Idle => {
+                push_state(osc, secs, ImportState::Connecting);
+                osc.conn_cnt += 1;
+                osc.connect_done_ns = self.now + rtt;
+                self.send_other_rpc_at(osc_i, OtherRpc::Connect, self.now, rtt)
+            }
+            _ if osc.disconnecting => {
+                if !osc.reconnect_queued {
+                    osc.reconnect_queued = true;
+                    osc.conn_cnt += 1;
+                    osc.connect_done_ns += rtt;
+                }
+                osc.connect_done_ns
+            }
+            _ => osc.connect_done_ns,
+        }
+    }
+
+    /// Round trip of an RPC the OSS answers without the disk (ping, connect, disconnect).
+    fn import_rtt(&self) -> u64 {
+        let c = &self.cfg.cluster;
+        2 * c.net_latency_ns + c.oss_service_ns + c.client_rpc_ns
+    }
+
+    /// The pinger of client `ci` wakes (`ptlrpc_pinger_main()`): each import due within
+    /// `PING_SLACK_NS` is pinged, or, when idle, disconnected; it sleeps until the next import is
+    /// due, `PING_INTERVAL` at most.
+    fn on_pinger(&mut self, ci: u32) {
+        let now = self.now;
+        let rtt = self.import_rtt();
+        let oscs = self.clients[ci as usize].oscs.clone();
+        for &osc_i in &oscs {
+            let osc = &self.oscs[osc_i as usize];
+            if osc.next_ping_ns >= now + PING_SLACK_NS || osc.import != ImportState::Full {
+                continue; // not due, or not FULL: not pinged (ptlrpc_pinger_process_import())
+            }
+            if self.import_is_idle(osc_i) {
+                // ptlrpc_disconnect_and_idle_import()
+                let secs = self.clock_secs(now);
+                let osc = &mut self.oscs[osc_i as usize];
+                osc.disconnecting = true;
+                push_state(osc, secs, ImportState::Connecting);
+                let back = self.send_other_rpc_at(osc_i, OtherRpc::Disconnect, now, rtt);
+                self.oscs[osc_i as usize].connect_done_ns = back;
+            } else {
+                self.send_other_rpc_at(osc_i, OtherRpc::Ping, now, rtt);
+            }
+        }
+        // pinger_check_timeout(): the nearest next ping still ahead, PING_INTERVAL at most
+        let next = oscs
+            .iter()
+            .map(|&o| self.oscs[o as usize].next_ping_ns)
+            .filter(|&t| t > now)
+            .fold(now + PING_INTERVAL_NS, u64::min);
+        self.schedule(next, Ev::Pinger(ci));
+    }
+
+    /// `ptlrpc_check_import_is_idle()`: no request on the import, no lock in the OSC's namespace
+    /// (a lock request waiting at the OST is a request), and no reply for `idle_timeout` seconds
+    /// (0: never idle). Seconds as the kernel counts them, whole seconds of the clock.
+    fn import_is_idle(&self, osc_i: u32) -> bool {
+        let osc = &self.oscs[osc_i as usize];
+        if osc.idle_timeout == 0
+            || osc.locks != 0
+            || osc.r_in_flight + osc.w_in_flight + osc.other_in_flight != 0
+            || !osc.read_queue.is_empty()
+            || osc.dirty_pages != 0
+            || self.clock_secs(self.now) - self.clock_secs(osc.last_reply_ns) < osc.idle_timeout as u64
+        {
+            return false;
+        }
+        !self.lock_waiters.iter().any(|w| {
+            w.client == osc.client && self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize] == osc_i
+        })
+    }
+
+    /// Whole seconds of wall-clock time (`ktime_get_real_seconds()`) at simulated time `t`.
+    pub(crate) fn clock_secs(&self, t: u64) -> u64 {
+        (self.cfg.start_epoch_ns + t) / 1_000_000_000
     }
 
     /// The clock the statistics headers print: wall-clock time, or for 2.15.0/2.15.1 (LU-16231)
@@ -279,6 +436,22 @@ impl Sim {
         }
         if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].callbacks != callbacks[i]) {
             return Err(format!("{}: {} callbacks counted, {} pending", self.oscs[i].name, self.oscs[i].callbacks, callbacks[i]));
+        }
+        // each OSC counts the locks it holds on files not removed; an import with bulk RPCs in
+        // flight is connected
+        let mut locks = vec![0u32; self.oscs.len()];
+        for f in self.files.iter().filter(|f| !f.removed) {
+            for (stripe, &ost) in f.osts.iter().enumerate() {
+                for l in &f.locks[stripe] {
+                    locks[self.clients[l.client as usize].oscs[ost as usize] as usize] += 1;
+                }
+            }
+        }
+        if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].locks != locks[i]) {
+            return Err(format!("{}: {} locks counted, {} held", self.oscs[i].name, self.oscs[i].locks, locks[i]));
+        }
+        if let Some(o) = self.oscs.iter().find(|o| o.import != ImportState::Full && o.r_in_flight + o.w_in_flight > 0) {
+            return Err(format!("{}: {} with bulk RPCs in flight", o.name, o.import.name()));
         }
         // pages of the write RPCs in flight, per OSC
         let mut in_flight = vec![0u64; self.oscs.len()];

@@ -21,6 +21,11 @@ pub const COPY_NS_PER_PAGE: u64 = 500;
 /// dirty_writeback_centisecs (defaults 30 s and 5 s).
 pub const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
 pub const FLUSH_PERIOD_NS: u64 = 5_000_000_000;
+/// The pinger's period, `PING_INTERVAL` = obd_timeout / 4 (obd_timeout's default is 100 s): an
+/// import that sent no RPC for that long is pinged, or disconnected if it is idle.
+pub const PING_INTERVAL_NS: u64 = 25_000_000_000;
+/// The pinger looks at every import due within this much of its wake-up (`ptlrpc_pinger_process_import()`).
+pub const PING_SLACK_NS: u64 = 5_000_000_000;
 
 /// A run of dirty pages in one OST object, inside one `max_pages_per_rpc`-aligned window.
 #[derive(Clone, Debug)]
@@ -156,12 +161,18 @@ pub struct OscCounters {
 }
 
 impl OscCounters {
-    /// As an import leaves them after connecting at `t0`: the connect RPC counted, no BRW RPCs.
-    pub fn connected(t0: u64) -> Self {
+    /// As an import leaves them after connecting at `t0`: the connect RPC counted, no BRW RPCs;
+    /// then its idle disconnect, when `disconnect_us` is not 0.
+    pub fn connected(t0: u64, disconnect_us: u32) -> Self {
         let mut stats = OscStats::new(t0);
         stats.add(OscCtr::OstConnect, 400);
         stats.add(OscCtr::ReqWaittime, 400);
         stats.add(OscCtr::ReqActive, 1);
+        if disconnect_us != 0 {
+            stats.add(OscCtr::ReqActive, 1);
+            stats.add(OscCtr::ReqWaittime, disconnect_us as i64);
+            stats.add(OscCtr::OstDisconnect, disconnect_us as i64);
+        }
         OscCounters { stats, hists: RpcHists::default() }
     }
 }
@@ -171,14 +182,15 @@ impl Osc {
     pub fn counters(&self) -> Cow<'_, OscCounters> {
         match &self.counters {
             Some(c) => Cow::Borrowed(c),
-            None => Cow::Owned(OscCounters::connected(self.connect_ns)),
+            None => Cow::Owned(OscCounters::connected(self.connect_ns, self.quiet_disconnect_us)),
         }
     }
 
     /// The counters, to change them.
     pub fn counters_mut(&mut self) -> &mut OscCounters {
-        let t0 = self.connect_ns;
-        self.counters.get_or_insert_with(|| Box::new(OscCounters::connected(t0)))
+        let (t0, disconnect_us) = (self.connect_ns, self.quiet_disconnect_us);
+        self.quiet_disconnect_us = 0; // in the box from now on
+        self.counters.get_or_insert_with(|| Box::new(OscCounters::connected(t0, disconnect_us)))
     }
 
     /// `lprocfs_oh_clear()` of every `rpc_stats` histogram (no box needed: connecting leaves
@@ -245,7 +257,31 @@ pub struct Osc {
     /// write reply of this OSC.
     pub writeback_waiters: Vec<u32>,
     pub last_reply_ns: u64,
-    pub connected: bool,
+    /// The import's state (`imp_state`): FULL; CONNECTING while an idle disconnect or a
+    /// reconnect is under way; IDLE after the pinger found it `idle_timeout` without replies,
+    /// RPCs or locks (`ptlrpc_check_import_is_idle()`).
+    pub import: crate::stats::ImportState,
+    /// Changes of `import` since the mount's CONNECTING and FULL, as (clock seconds, state);
+    /// the `state` file shows the last 16 entries with those two (`imp_state_hist`).
+    pub state_hist: Vec<(u64, crate::stats::ImportState)>,
+    /// While CONNECTING: when the disconnect's or the connect's reply comes.
+    pub connect_done_ns: u64,
+    /// The CONNECTING state is an idle disconnect's (not a reconnect's).
+    pub disconnecting: bool,
+    /// An RPC waits for the import: the idle disconnect under way is followed by a connect.
+    pub reconnect_queued: bool,
+    /// When the pinger next looks at this import (`imp_next_ping`): `PING_INTERVAL` after the
+    /// last RPC it sent.
+    pub next_ping_ns: u64,
+    /// Extent locks this OSC holds: with any, its import is never idle (`ns_bref`).
+    pub locks: u32,
+    /// Connects since the mount (`imp_conn_cnt`); each after an idle disconnect also starts a
+    /// new `imp_generation`.
+    pub conn_cnt: u32,
+    /// The idle disconnect of an OSC whose counters were never boxed: its round trip in µs (0:
+    /// none). Most OSCs of a large cluster do nothing but connect and go idle; this keeps their
+    /// counters unboxed (see [`OscCounters`]).
+    pub(crate) quiet_disconnect_us: u32,
     // statistics
     /// `stats` and `rpc_stats`, boxed when first changed (see [`OscCounters`]); `None` while
     /// they are as connecting at `connect_ns` left them.

@@ -211,7 +211,7 @@ impl Sim {
                     "max_pages_per_rpc" => format!("{}\n", o.mppr),
                     "osc_cached_mb" => stats::osc_cached_mb_text((o.cached_pages / PAGES_PER_MIB) as i64, 0, 0),
                     "osc_stats" => stats::osc_stats_text(style, now, o.osc_stats_init_ns, 0, 0),
-                    "ost_server_uuid" => format!("{ost_uuid}\t{}\n", if o.connected { "FULL" } else { "IDLE" }),
+                    "ost_server_uuid" => format!("{ost_uuid}\t{}\n", o.import.name()),
                     "rpc_stats" => stats::rpc_stats_text(
                         style,
                         now,
@@ -222,7 +222,11 @@ impl Sim {
                         o.pending_r_pages,
                         &o.counters().hists,
                     ),
-                    "state" => format!("current_state: {}\nstate_history:\n - [ {}, CONNECTING ]\n - [ {}, FULL ]\n", if o.connected { "FULL" } else { "IDLE" }, self.cfg.start_epoch_ns / 1_000_000_000, self.cfg.start_epoch_ns / 1_000_000_000),
+                    "state" => {
+                        let mount = self.clock_secs(0);
+                        let hist = [(mount, ImportState::Connecting), (mount, ImportState::Full)];
+                        stats::import_state_text(o.import, hist.iter().chain(&o.state_hist))
+                    }
                     "unstable_stats" => stats::unstable_stats_text(0, 0),
                     "stats" => o.counters().stats.text(style, now),
                     _ => return Err(ENOENT),
@@ -281,7 +285,9 @@ impl Sim {
 
     fn import_info(&self, o: &crate::model::Osc, target: &str, nid: &str) -> ImportInfo {
         let mut info = ImportInfo::new_osc(&o.name, target, nid);
-        info.state = if o.connected { ImportState::Full } else { ImportState::Idle };
+        info.state = o.import;
+        // every connect after the mount's follows an idle disconnect, which starts a generation
+        (info.connection_attempts, info.generation) = (o.conn_cnt, o.conn_cnt);
         info.inflight = o.r_in_flight + o.w_in_flight + o.other_in_flight;
         info.idle_secs = ((self.now.saturating_sub(o.last_reply_ns)) / 1_000_000_000) as i64;
         info.connect.max_brw_size = self.cfg.cluster.brw_size_bytes as u32;

@@ -1139,6 +1139,17 @@ impl ImportState {
     }
 }
 
+/// `osc.*.state` (`lprocfs_state_seq_show()`): the current state, then the history's entries
+/// oldest first, the last `IMP_STATE_HIST_LEN` (16) of them.
+pub fn import_state_text<'a>(current: ImportState, history: impl Iterator<Item = &'a (u64, ImportState)>) -> String {
+    let entries: Vec<&(u64, ImportState)> = history.collect();
+    let mut out = format!("current_state: {}\nstate_history:\n", current.name());
+    for (secs, state) in &entries[entries.len().saturating_sub(16)..] {
+        let _ = writeln!(out, " - [ {secs}, {} ]", state.name());
+    }
+    out
+}
+
 /// `struct obd_connect_data` fields printed by `obd_connect_data_seqprint()`.
 ///
 /// Each optional line is printed only when its `OBD_CONNECT_*` bit is set in
@@ -1671,5 +1682,17 @@ mod tests {
         assert_eq!(offset_label(1), 1);
         assert_eq!(offset_label(19), 262_144);
         assert_eq!(rif_label(9), 9);
+    }
+
+    #[test]
+    fn the_state_file_shows_the_last_16_changes_oldest_first() {
+        let states = [ImportState::Connecting, ImportState::Idle, ImportState::Connecting, ImportState::Full];
+        let hist: Vec<(u64, ImportState)> = (0..20u64).map(|i| (100 + i, states[i as usize % 4])).collect();
+        let text = import_state_text(ImportState::Full, hist.iter());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[..2], ["current_state: FULL", "state_history:"]);
+        assert_eq!(lines.len(), 2 + 16);
+        assert_eq!(lines[2], " - [ 104, CONNECTING ]");
+        assert_eq!(lines[17], " - [ 119, FULL ]");
     }
 }

@@ -127,3 +127,29 @@ def test_a_write_into_a_read_only_file_is_undone(small_scenario: Path, tmp_path:
     assert log == [f"write to read-only osc.{osc}.cur_dirty_bytes: Permission denied"]
     tree.apply_writes()
     assert len(log) == 1
+
+
+def test_an_idle_import_reads_as_a_real_one_does(small_scenario: Path, tmp_path: Path) -> None:
+    """30 s after the mount the OSCs the reader never used are IDLE (the pinger's first look, at
+    25 s), and the agent's prober reads them as it reads a real client's idle imports."""
+    from pfstune.lustre.snapshot import Prober
+
+    engine, tree, _ = make_tree(small_scenario, tmp_path / "root")
+    engine.run(until_ns=30 * 10**9)
+    tree.refresh()
+    snapshot = Prober(tmp_path / "root").probe(time=30.0)
+    states = {name: osc["import"]["state"] for name, osc in snapshot["osc"].items()}
+    assert len(states) == 8
+    assert sorted(states.values()).count("IDLE") == 7, states
+    (busy,) = [name for name, state in states.items() if state == "FULL"]
+    idle = next(name for name, state in states.items() if state == "IDLE")
+    history = [line.strip(" -[]").split(", ") for line in engine.get_param(0, f"osc.{idle}.state").splitlines()[2:]]
+    mount = int(history[0][0])
+    assert [(int(t) - mount, state) for t, state in history] == [
+        (0, "CONNECTING"),
+        (0, "FULL"),
+        (25, "CONNECTING"),
+        (25, "IDLE"),
+    ]
+    assert snapshot["osc"][idle]["stats"]["ost_disconnect"]["samples"] == 1
+    assert snapshot["osc"][busy]["stats"]["obd_ping"]["samples"] == 1

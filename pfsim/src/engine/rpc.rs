@@ -223,6 +223,8 @@ impl Sim {
         let osts_per_oss = c.osts_per_oss;
         let rpc = self.rpcs[id as usize].as_mut().expect("rpc");
         let osc = &mut self.oscs[rpc.osc as usize];
+        // I/O needs a lock, and an import with a lock is never idle
+        debug_assert_eq!(osc.import, ImportState::Full, "{}: a bulk RPC on an import not connected", osc.name);
         let pages32 = rpc.pages.min(u32::MAX as u64) as u32;
         if rpc.write {
             osc.w_in_flight += 1;
@@ -241,6 +243,7 @@ impl Sim {
         let client = &mut self.clients[osc.client as usize];
         let sent = self.now.max(client.cpu_free_at) + rpc_ns;
         client.cpu_free_at = sent;
+        osc.next_ping_ns = sent + PING_INTERVAL_NS; // ptlrpc_pinger_sending_on_import()
         rpc.sent_ns = sent;
         rpc.phase = RpcPhase::ToServer;
         // a short-io write carries its data inside the request, over the same links as bulk

@@ -54,7 +54,7 @@ impl Sim {
             free_chunks: Vec::new(),
             next_obj_id: 0x2_0000_0400,
             next_ost: 0,
-            ev_kinds: [0; 5],
+            ev_kinds: [0; 6],
             mds_free_at: 0,
             callbacks: Vec::new(),
             lock_waiters: Vec::new(),
@@ -158,7 +158,15 @@ impl Sim {
                     cache_waiters: Vec::new(),
                     writeback_waiters: Vec::new(),
                     last_reply_ns: 0,
-                    connected: true,
+                    import: crate::stats::ImportState::Full,
+                    state_hist: Vec::new(),
+                    connect_done_ns: 0,
+                    disconnecting: false,
+                    reconnect_queued: false,
+                    next_ping_ns: PING_INTERVAL_NS,
+                    locks: 0,
+                    conn_cnt: 1,
+                    quiet_disconnect_us: 0,
                     counters: None,
                     connect_ns: t0,
                     rpc_stats_init_ns: 0,
@@ -191,6 +199,10 @@ impl Sim {
         sim.preload_caches();
         for ci in 0..sim.clients.len() as u32 {
             sim.schedule(FLUSH_PERIOD_NS, Ev::Flusher(ci));
+        }
+        // the pinger's first look, PING_INTERVAL after the imports connected at the mount
+        for ci in 0..sim.clients.len() as u32 {
+            sim.schedule(PING_INTERVAL_NS, Ev::Pinger(ci));
         }
         Ok(sim)
     }

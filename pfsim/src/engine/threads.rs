@@ -308,6 +308,13 @@ impl Sim {
     /// sent (`osc_cache_writeback_range()` with discard), cached ones leave the page cache.
     pub(super) fn discard_file(&mut self, file: u32) {
         self.files[file as usize].removed = true;
+        // the objects' destruction cancels every lock on them: they leave their OSCs' counts
+        let f = &self.files[file as usize];
+        for (stripe, &ost) in f.osts.iter().enumerate() {
+            for l in &f.locks[stripe] {
+                self.oscs[self.clients[l.client as usize].oscs[ost as usize] as usize].locks -= 1;
+            }
+        }
         for client in 0..self.clients.len() {
             self.clients[client].ra_marks.remove(&file);
             if let Some(held) = self.clients[client].held.remove(&file) {

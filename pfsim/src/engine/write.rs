@@ -265,13 +265,15 @@ impl Sim {
                         // one OST_SYNC per stripe object (osc_io_fsync_start() -> osc_fsync_ost()
                         // of each sub-io), all at once: the wait is one round trip; the llite
                         // `fsync` sample is taken when the thread goes on (finish_op)
+                        // (an idle stripe's import connects first)
+                        let mut back = self.now + rtt;
                         for stripe in 0..self.files[file as usize].osts.len() {
                             let ost = self.files[file as usize].osts[stripe];
                             let osc_i = self.clients[client as usize].oscs[ost as usize];
-                            self.send_other_rpc(osc_i, OtherRpc::Sync, rtt);
+                            back = back.max(self.send_other_rpc(osc_i, OtherRpc::Sync, rtt));
                         }
                         self.seq += 1;
-                        self.queue.push(self.now + rtt, self.seq, Ev::Thread(tid as u32));
+                        self.queue.push(back, self.seq, Ev::Thread(tid as u32));
                     }
                 }
             }
