@@ -12,6 +12,9 @@ from typing import Any
 import pytest
 
 from pfstune.cli.main import main
+from pfstune.sim.engine import Engine
+from pfstune.sim.scenario import load_scenario
+from pfstune.sim.tree import VirtualTree
 from tests.conftest import SHARED
 
 FIXTURE = SHARED / "fixtures" / "lustre-2.10-client"
@@ -70,8 +73,25 @@ def test_snapshot_table(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["osc", "mppr", "mrif"]
     row = next(line for line in lines if line.startswith(OST0)).split()
-    assert row == [OST0, "1024", "8", "27815936", "262144", "0", "18210287"]
+    assert row == [OST0, "1024", "8", "27815936", "262144", "0", "18210287", "FULL"]
     assert "llite lustrefs-ffff88105db50000: 7 OSC(s)" in out
+
+
+def test_snapshot_table_shows_idle_imports(
+    capsys: pytest.CaptureFixture[str], small_scenario: Path, tmp_path: Path
+) -> None:
+    # a served tree 30 s after the mount: the reader's OSC is FULL, the seven others IDLE
+    engine = Engine(load_scenario(small_scenario))
+    tree = VirtualTree(engine, 0, tmp_path / "root", lambda _: None)
+    engine.run(until_ns=30 * 10**9)
+    tree.refresh()
+    assert main(["lustre", "snapshot", "--root", str(tmp_path / "root")]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:] if "-osc-" in line]
+    assert sorted(row[-1] for row in rows) == ["FULL"] + ["IDLE"] * 7
+    # --minimal reads no import file: the column says so
+    assert main(["lustre", "snapshot", "--root", str(tmp_path / "root"), "--minimal"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:] if "-osc-" in line]
+    assert {row[-1] for row in rows} == {"-"}
 
 
 def test_parse_saved_get_param(capsys: pytest.CaptureFixture[str]) -> None:

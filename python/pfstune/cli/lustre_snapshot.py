@@ -87,9 +87,11 @@ def snapshot_table(snapshot: Snapshot) -> str:
                 _value(entry, "tunables", "cur_grant_bytes"),
                 _rpcs(entry, "read"),
                 _rpcs(entry, "write"),
+                # FULL, or IDLE once the pinger disconnected an OSC unused for idle_timeout
+                _value(entry, "import", "state"),
             ]
         )
-    headers = ["osc", "mppr", "mrif", "dirty bytes", "grant bytes", "read RPCs", "write RPCs"]
+    headers = ["osc", "mppr", "mrif", "dirty bytes", "grant bytes", "read RPCs", "write RPCs", "import"]
     lines = [format_table(headers, rows)] if rows else ["no client OSC"]
     for name, llite in snapshot["llite"].items():
         lines.append(f"llite {name}: {len(llite.get('osc', []))} OSC(s) in this snapshot")
