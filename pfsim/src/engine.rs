@@ -315,8 +315,8 @@ impl Sim {
         let oscs = self.clients[ci as usize].oscs.clone();
         for &osc_i in &oscs {
             let osc = &self.oscs[osc_i as usize];
-            if osc.next_ping_ns >= now + PING_SLACK_NS || osc.import != ImportState::Full {
-                continue; // not due, or not FULL: not pinged (ptlrpc_pinger_process_import())
+            if osc.next_ping_ns >= now + PING_SLACK_NS || osc.import != ImportState::Full || !osc.active {
+                continue; // not due, not FULL or deactivated: not pinged (ptlrpc_pinger_process_import())
             }
             if self.import_is_idle(osc_i) {
                 // ptlrpc_disconnect_and_idle_import()

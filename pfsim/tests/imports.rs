@@ -81,6 +81,19 @@ fn idle_timeout_zero_keeps_every_import_connected() {
 }
 
 #[test]
+fn a_deactivated_import_is_neither_pinged_nor_idled() {
+    // ptlrpc_pinger_process_import(): an import with imp_deactive is left alone
+    let mut sim = one_second_of_writes().tunable("osc.active", "0").build();
+    let (used, unused) = used_and_unused(&sim);
+    sim.run_until(60 * SEC);
+    for osc in [used, unused] {
+        assert_eq!(history(&sim, osc).len(), 2);
+        assert_eq!(counter(&sim, osc, "obd_ping"), None);
+        assert_eq!(counter(&sim, osc, "ost_disconnect"), None);
+    }
+}
+
+#[test]
 fn the_first_io_on_an_idle_import_connects_it_again() {
     let late = Job::new("filebench.seqwrite", MIB).start_ns(30 * SEC).stop_ns(31 * SEC);
     let mut sim = Scenario::new().duration_ns(32 * SEC).job(late).build();
