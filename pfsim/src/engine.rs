@@ -277,11 +277,13 @@ impl Sim {
     /// connect started now is back (`ptlrpc_reconnect_if_idle()`: the request waits for it); while
     /// its idle disconnect is under way, once the disconnect and a connect after it are back.
     pub(crate) fn when_connected(&mut self, osc_i: u32) -> u64 {
+        if self.oscs[osc_i as usize].import == ImportState::Full {
+            return self.now; // the usual case: every lock enqueue and cancel asks
+        }
         let rtt = self.import_rtt();
         let secs = self.clock_secs(self.now);
         let osc = &mut self.oscs[osc_i as usize];
         match osc.import {
-            ImportState::Full => self.now,
             ImportState::Idle => {
                 push_state(osc, secs, ImportState::Connecting);
                 osc.conn_cnt += 1;
@@ -349,13 +351,20 @@ impl Sim {
             || osc.r_in_flight + osc.w_in_flight + osc.other_in_flight != 0
             || !osc.read_queue.is_empty()
             || osc.dirty_pages != 0
-            || self.clock_secs(self.now) - self.clock_secs(osc.last_reply_ns) < osc.idle_timeout as u64
+            || self.secs_since_reply(osc) < osc.idle_timeout as u64
         {
             return false;
         }
         !self.lock_waiters.iter().any(|w| {
             w.client == osc.client && self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize] == osc_i
         })
+    }
+
+    /// Whole seconds since `osc`'s last reply, as the idle check and the `import` file's `idle:`
+    /// count them (`ktime_get_real_seconds() - imp_last_reply_time`; the kernel subtracts whole
+    /// seconds, so it may count one more than this floor of the difference).
+    pub(crate) fn secs_since_reply(&self, osc: &Osc) -> u64 {
+        self.now.saturating_sub(osc.last_reply_ns) / 1_000_000_000
     }
 
     /// Whole seconds of wall-clock time (`ktime_get_real_seconds()`) at simulated time `t`.

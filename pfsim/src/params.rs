@@ -289,7 +289,7 @@ impl Sim {
         // every connect after the mount's follows an idle disconnect, which starts a generation
         (info.connection_attempts, info.generation) = (o.conn_cnt, o.conn_cnt);
         info.inflight = o.r_in_flight + o.w_in_flight + o.other_in_flight;
-        info.idle_secs = ((self.now.saturating_sub(o.last_reply_ns)) / 1_000_000_000) as i64;
+        info.idle_secs = self.secs_since_reply(o) as i64;
         info.connect.max_brw_size = self.cfg.cluster.brw_size_bytes as u32;
         info.connect.initial_grant = (2 * (self.cfg.cluster.brw_size_bytes + crate::model::EXTENT_TAX)) as u32;
         info
