@@ -186,10 +186,16 @@ impl Sim {
             self.ev_kinds[kind] += 1;
             match ev {
                 Ev::Thread(tid) => self.on_thread(tid),
-                Ev::ChunkReady(osc, ch) => {
-                    self.oscs[osc as usize].read_queue.push_back(ch);
-                    let pages = self.chunk(ch).pages;
-                    self.oscs[osc as usize].pending_r_pages += pages;
+                Ev::ChunkReady(osc, first) => {
+                    // a batch's pieces, in order
+                    let mut next = Some(first);
+                    while let Some(ch) = next {
+                        let (pages, after) = (self.chunk(ch).pages, self.chunk(ch).next);
+                        let o = &mut self.oscs[osc as usize];
+                        o.read_queue.push_back(ch);
+                        o.pending_r_pages += pages;
+                        next = after;
+                    }
                     self.check_rpcs(osc);
                 }
                 Ev::Rpc(id) => self.on_rpc(id),

@@ -148,6 +148,9 @@ pub struct ReadChunk {
     pub pages: u64,
     pub waiters: Vec<u32>,
     pub readahead: bool,
+    /// The next piece of the same batch, queued with this one (a batch is cut at gaps into
+    /// pieces of contiguous pages).
+    pub next: Option<u32>,
 }
 
 /// An OSC's `stats` and `rpc_stats` counters (2.5 KiB), kept out of [`Osc`] and boxed when

@@ -170,31 +170,34 @@ impl Sim {
                 }
             }
         }
-        // submit: the reading thread sets up the pages it needs itself, and an RPC chunk leaves
-        // as soon as its pages are ready, so small RPCs overlap set-up with I/O and large ones
-        // do not; read-ahead pages are set up by the async read-ahead workers
+        // submit: the reading thread sets up the pages it needs itself, read-ahead pages are set
+        // up by the async read-ahead workers, and a batch leaves as soon as its pages are ready,
+        // so small RPCs overlap set-up with I/O and large ones do not
         let (core, start) = self.free_core(client);
         let c = &self.cfg.cluster;
         let mut t = start + c.client_syscall_ns;
         let (page_ns, extent_ns) = (c.client_page_ns, c.client_extent_ns);
+        // the read's own pages and its read-ahead go to the OSCs in one queue, in page order;
+        // each batch of it (below) reaches its OSC's read queue whole, once its last piece is set up
+        let mut batches = Batches::default();
+        let mut ready: Vec<(u64, u32, u64)> = Vec::new(); // (batch, piece, ready at)
         for (s, e) in sync_runs {
-            for (ch, pages) in self.make_chunks(client, file as u32, s, e, false, Some(tid)) {
-                t += pages * page_ns + extent_ns;
+            for (ch, pages, batch, opens) in self.make_chunks(client, file as u32, s, e, false, Some(tid), &mut batches) {
+                t += pages * page_ns + if opens { extent_ns } else { 0 };
                 waits += 1;
-                let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
-                self.schedule(t, Ev::ChunkReady(osc, ch));
+                ready.push((batch, ch, t));
             }
         }
         for (s, e) in ra_runs {
-            for (ch, pages) in self.make_chunks(client, file as u32, s, e, true, None) {
+            for (ch, pages, batch, opens) in self.make_chunks(client, file as u32, s, e, true, None, &mut batches) {
                 let workers = &mut self.clients[client].ra_workers;
                 let (w, free) = workers.earliest();
-                let ready = free.max(self.now) + pages * page_ns + extent_ns;
-                workers.book(w, ready);
-                let osc = self.chunks[ch as usize].as_ref().expect("chunk").0;
-                self.schedule(ready, Ev::ChunkReady(osc, ch));
+                let at = free.max(self.now) + pages * page_ns + if opens { extent_ns } else { 0 };
+                workers.book(w, at);
+                ready.push((batch, ch, at));
             }
         }
+        self.queue_batches(&ready);
         let copy = npages * COPY_NS_PER_PAGE;
         self.clients[client].app_cores.book(core, t + copy);
         let th = &mut self.threads[tid as usize];
@@ -210,9 +213,24 @@ impl Sim {
         }
     }
 
-    /// Split file pages [s, e] by stripe and into pieces of at most max_pages_per_rpc
-    /// (osc_io_submit flushes its page list every max_pages_per_rpc pages).
-    pub(super) fn make_chunks(&mut self, client: usize, file: u32, s: u64, e: u64, ra: bool, waiter: Option<u32>) -> Vec<(u32, u64)> {
+    /// Split file pages [s, e] by stripe and into pieces for the OSCs' read queues.
+    /// `osc_io_submit()` gives each OSC its pages of the read's queue in page order and flushes
+    /// them as one extent every `max_pages_per_rpc` pages, counted from the first page it got
+    /// (not from RPC boundaries of the object); `batches` carries that count from one run of
+    /// the queue to the next. A piece ends at a batch's end, at a gap in the run (pages
+    /// cached or already being read), or where the object's pages stop being contiguous.
+    /// Returns each piece's chunk, pages, batch and whether it opens its batch.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn make_chunks(
+        &mut self,
+        client: usize,
+        file: u32,
+        s: u64,
+        e: u64,
+        ra: bool,
+        waiter: Option<u32>,
+        batches: &mut Batches,
+    ) -> Vec<(u32, u64, u64, bool)> {
         let mut out = Vec::new();
         let mut p = s;
         while p <= e {
@@ -220,10 +238,10 @@ impl Sim {
             let (stripe, obj_page) = f.map(p);
             let osc_i = self.clients[client].oscs[f.osts[stripe] as usize];
             let mppr = self.oscs[osc_i as usize].mppr;
-            // pieces end on max_pages_per_rpc boundaries of the object, as the read-ahead window
-            // is aligned to RPCs
-            let last = e.min(f.chunk_end(p)).min(p + (mppr - 1 - obj_page % mppr));
+            let (batch, room, opens) = batches.room(stripe, mppr);
+            let last = e.min(f.chunk_end(p)).min(p + room - 1);
             let pages = last - p + 1;
+            batches.took(stripe, room, pages);
             let chunk = ReadChunk {
                 file,
                 obj: f.obj_ids[stripe],
@@ -232,6 +250,7 @@ impl Sim {
                 pages,
                 waiters: waiter.into_iter().collect(),
                 readahead: ra,
+                next: None,
             };
             let id = match self.free_chunks.pop() {
                 Some(id) => {
@@ -249,10 +268,65 @@ impl Sim {
                 cl.ra_inflight_pages += pages;
                 cl.ra_marks.entry(file).or_default().insert(p, last);
             }
-            out.push((id, pages));
+            out.push((id, pages, batch, opens));
             p = last + 1;
         }
         out
+    }
+
+    /// Queue the pieces of a read's batches, `(batch, piece, ready at)` in queue order: each
+    /// batch goes to its OSC's read queue in one event, when its last piece is ready, its
+    /// pieces linked in order (`osc_queue_sync_pages()` queues a batch as one extent). Batches
+    /// are numbered from 1 in the order their first pieces come.
+    fn queue_batches(&mut self, ready: &[(u64, u32, u64)]) {
+        let mut heads: Vec<(u32, u32, u64)> = Vec::new(); // per batch: first, last, ready at
+        for &(batch, ch, at) in ready {
+            let i = (batch - 1) as usize;
+            if i == heads.len() {
+                heads.push((ch, ch, at));
+                continue;
+            }
+            let h = &mut heads[i];
+            self.chunks[h.1 as usize].as_mut().expect("chunk").1.next = Some(ch);
+            h.1 = ch;
+            h.2 = h.2.max(at);
+        }
+        for (first, _, at) in heads {
+            let osc = self.chunks[first as usize].as_ref().expect("chunk").0;
+            self.schedule(at, Ev::ChunkReady(osc, first));
+        }
+    }
+}
+
+/// Per stripe of the file, the batch `osc_io_submit()` is filling for its object: its number
+/// and the room it has left (0: the next page starts a new batch).
+#[derive(Default)]
+pub(super) struct Batches {
+    open: Vec<(usize, u64, u64)>,
+    made: u64,
+}
+
+impl Batches {
+    /// The batch the next piece of `stripe` goes into, the pages it may take, and whether the
+    /// piece opens the batch (one extent each): the open batch's room, or a new batch of `mppr`
+    /// pages.
+    fn room(&mut self, stripe: usize, mppr: u64) -> (u64, u64, bool) {
+        if let Some(&(_, batch, left)) = self.open.iter().find(|b| b.0 == stripe && b.2 > 0) {
+            return (batch, left, false);
+        }
+        self.made += 1;
+        match self.open.iter_mut().find(|b| b.0 == stripe) {
+            Some(b) => *b = (stripe, self.made, mppr),
+            None => self.open.push((stripe, self.made, mppr)),
+        }
+        (self.made, mppr, true)
+    }
+
+    /// A piece of `pages` pages of `stripe` took them from a room of `room`.
+    fn took(&mut self, stripe: usize, room: u64, pages: u64) {
+        if let Some(b) = self.open.iter_mut().find(|b| b.0 == stripe) {
+            b.2 = room - pages;
+        }
     }
 }
 

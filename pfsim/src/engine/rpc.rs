@@ -44,7 +44,7 @@ impl Sim {
     }
 
     /// Form and send one read RPC of OSC `osc_i` from the chunks at the head of its read queue
-    /// (contiguous pages of one object, up to `max_pages_per_rpc`); false if there is none.
+    /// (pages of one object, gaps allowed, up to `max_pages_per_rpc`); false if there is none.
     pub(super) fn try_read_rpc(&mut self, osc_i: u32) -> bool {
         let osc = &mut self.oscs[osc_i as usize];
         let Some(first) = osc.read_queue.pop_front() else { return false };
