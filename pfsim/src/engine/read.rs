@@ -1,5 +1,6 @@
 //! The read path: a read system call through llite's page cache and read-ahead (`ras_update`,
-//! stride detection, the window's reset after a miss) into read chunks for the OSC's queue.
+//! stride detection, the window's reset after a miss) into batches of read chunks for the OSCs'
+//! queues (`osc_io_submit`).
 
 use super::*;
 
