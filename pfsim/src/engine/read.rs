@@ -370,7 +370,7 @@ fn take_pages(runs: &[(u64, u64)], mut pages: u64) -> (Vec<(u64, u64)>, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{stride_runs_within, take_pages, PAGE};
+    use super::{stride_runs_within, take_pages, Batches, PAGE};
     use crate::model::Readahead;
     use crate::rng::Rng;
 
@@ -404,5 +404,23 @@ mod tests {
         assert_eq!(take_pages(&runs, 12), (vec![(10, 19), (30, 31)], 31));
         assert_eq!(take_pages(&runs, 100), (runs.to_vec(), 50));
         assert_eq!(take_pages(&runs, 10), (vec![(10, 19)], 19));
+    }
+
+    /// Each stripe's batch holds `mppr` pages, whatever pieces fill it; a full batch makes the
+    /// next piece open a new one, numbered in the order batches open.
+    #[test]
+    fn batches_count_pages_per_stripe_from_the_first_they_get() {
+        let mut b = Batches::default();
+        // stripe 0: a piece of 3 pages, then one of 5 (a gap between), filling 8
+        assert_eq!(b.room(0, 8), (1, 8, true));
+        b.took(0, 8, 3);
+        assert_eq!(b.room(0, 8), (1, 5, false));
+        // stripe 1 has its own batch
+        assert_eq!(b.room(1, 4), (2, 4, true));
+        b.took(1, 4, 4);
+        b.took(0, 5, 5);
+        // both full: the next pieces open new batches
+        assert_eq!(b.room(0, 8), (3, 8, true));
+        assert_eq!(b.room(1, 4), (4, 4, true));
     }
 }
