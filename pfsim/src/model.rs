@@ -191,9 +191,12 @@ impl Osc {
 
     /// The counters, to change them.
     pub fn counters_mut(&mut self) -> &mut OscCounters {
-        let (t0, disconnect_us) = (self.connect_ns, self.quiet_disconnect_us);
-        self.quiet_disconnect_us = 0; // in the box from now on
-        self.counters.get_or_insert_with(|| Box::new(OscCounters::connected(t0, disconnect_us)))
+        if self.counters.is_none() {
+            // a quiet disconnect goes into the box with the rest, and is counted there from now on
+            let disconnect_us = std::mem::take(&mut self.quiet_disconnect_us);
+            self.counters = Some(Box::new(OscCounters::connected(self.connect_ns, disconnect_us)));
+        }
+        self.counters.as_mut().expect("boxed above")
     }
 
     /// `lprocfs_oh_clear()` of every `rpc_stats` histogram (no box needed: connecting leaves
