@@ -154,17 +154,36 @@ impl Sim {
     /// Make sure the current op of `tid` holds locks over what it touches; returns false when the
     /// thread must wait (the grant or the callbacks will wake it).
     pub(crate) fn ensure_locks(&mut self, tid: u32) -> bool {
-        let th = &self.threads[tid as usize];
-        let op = th.op.as_ref().expect("op");
+        let op = self.threads[tid as usize].op.as_ref().expect("op");
         if op.locked {
             return true;
         }
+        let (client, file, write) = (self.threads[tid as usize].client, op.file, op.kind == OpKind::Write);
+        if let Some((stripe, start, end)) = self.first_unlocked(tid) {
+            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
+            self.lock_waiters.push(Waiter { tid, client, file, stripe, start, end, write, stale: true });
+            self.process_lock_queue();
+            return false;
+        }
+        self.threads[tid as usize].op.as_mut().expect("op").locked = true;
+        true
+    }
+
+    /// The first run of pages of `tid`'s op, contiguous in one object, that no lock of its client
+    /// covers (not one being called back; a read lock does not cover a write): (stripe, first and
+    /// last object page). Remembers the lock that covered the last run for the next look.
+    fn first_unlocked(&mut self, tid: u32) -> Option<(usize, u64, u64)> {
+        let th = &self.threads[tid as usize];
+        let op = th.op.as_ref().expect("op");
         let (client, file, write) = (th.client, op.file as usize, op.kind == OpKind::Write);
-        let first = op.offset / PAGE;
-        let last = ((op.offset + op.len).max(1) - 1) / PAGE;
-        // each run of pages contiguous in one object must lie under one of our locks
+        // a write locks what it copies next (one cl_io iteration), a read all it reads
+        let (first, last) = match op.kind {
+            OpKind::Write => crate::engine::next_batch(op, &self.files[file]),
+            OpKind::Read => (op.offset / PAGE, ((op.offset + op.len).max(1) - 1) / PAGE),
+        };
         let mut p = first;
         let mut hint = th.lock_hint;
+        let mut missing = None;
         while p <= last {
             let f = &self.files[file];
             let (stripe, start) = f.map(p);
@@ -179,17 +198,13 @@ impl Sim {
                 at.is_some()
             };
             if !covered {
-                self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, stale: true });
-                self.process_lock_queue();
-                return false;
+                missing = Some((stripe, start, end));
+                break;
             }
             p = run_end + 1;
         }
-        let th = &mut self.threads[tid as usize];
-        th.lock_hint = hint;
-        th.op.as_mut().expect("op").locked = true;
-        true
+        self.threads[tid as usize].lock_hint = hint;
+        missing
     }
 
     /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
@@ -333,6 +348,12 @@ impl Sim {
                 i += 1;
                 continue;
             }
+            // a write system call that has not committed all its pages holds its locks (its
+            // cl_io has them in use): the cancel waits for the commit
+            if self.write_holds(&cb) {
+                i += 1;
+                continue;
+            }
             self.callbacks.swap_remove(i);
             self.oscs[osc_i as usize].callbacks -= 1;
             let f = &mut self.files[cb.file as usize];
@@ -349,6 +370,29 @@ impl Sim {
             cancelled += 1;
         }
         cancelled
+    }
+
+    /// A write system call of the lock's client holds called-back lock `cb`: it has pages under
+    /// the lock copied and not yet committed, or holds its locks (`Op::locked`) for pages under
+    /// it that it copies next.
+    fn write_holds(&self, cb: &Callback) -> bool {
+        let f = &self.files[cb.file as usize];
+        self.clients[cb.lock.client as usize].threads.iter().any(|&tid| {
+            let Some(op) = self.threads[tid as usize].op.as_ref() else { return false };
+            if op.kind != OpKind::Write || op.file != cb.file {
+                return false;
+            }
+            // one cl_io iteration: a run of pages in one object
+            let (first, last) = if op.cursor < op.copied {
+                (op.cursor / PAGE, (op.copied - 1) / PAGE)
+            } else if op.locked && op.copied < op.offset + op.len {
+                crate::engine::next_batch(op, f)
+            } else {
+                return false;
+            };
+            let (stripe, start) = f.map(first);
+            stripe == cb.stripe && start <= cb.lock.end && start + (last - first) >= cb.lock.start
+        })
     }
 
     /// Grant the request, grown as the OST grows it ([`grown_extent`]).
@@ -374,7 +418,8 @@ impl Sim {
             self.oscs[osc_i as usize].locks = self.oscs[osc_i as usize].locks + 1 - merged;
         }
         let back = self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
-        // the op that asked holds a reference: it proceeds even if the lock is called back
+        // the op that asked holds a reference: it proceeds even if the lock is called back (a
+        // write's iteration needs one lock; a read over several stripes goes on with the first)
         if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
             op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
         }

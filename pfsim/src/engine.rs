@@ -20,6 +20,7 @@ mod threads;
 mod write;
 
 pub use write::adjust_max_dirty;
+pub(crate) use write::next_batch;
 
 // The component modules take these through `use super::*`.
 use std::cmp::Reverse;
@@ -492,6 +493,24 @@ impl Sim {
             for (obj, oc) in &o.objects {
                 if let Some((s, e)) = oc.extents.iter().find(|(s, e)| oc.writeback.first_in(**s, e.end).is_some()) {
                     return Err(format!("{}: object {obj}: dirty extent [{s}, {}] overlaps pages under write-back", o.name, e.end));
+                }
+            }
+        }
+        // a dirty page lies under an extent lock of its client (called back or not): a cancel
+        // waits for the pages under it, and for the writes that hold the lock to commit theirs
+        let mut objects = std::collections::HashMap::new();
+        for (i, f) in self.files.iter().enumerate().filter(|(_, f)| !f.removed) {
+            for (stripe, (&ost, &obj)) in f.osts.iter().zip(&f.obj_ids).enumerate() {
+                objects.insert((ost, obj), (i, stripe));
+            }
+        }
+        for o in &self.oscs {
+            for (obj, oc) in &o.objects {
+                let Some(&(file, stripe)) = objects.get(&(o.ost, *obj)) else { continue };
+                let locks = &self.files[file].locks[stripe];
+                let locked = |p: u64| locks.iter().any(|l| l.client == o.client && l.write && l.start <= p && l.end >= p);
+                if let Some((s, e)) = oc.extents.iter().find(|(s, e)| !locked(**s) || !locked(e.end)) {
+                    return Err(format!("{}: file {file}: dirty extent [{s}, {}] under no write lock of client {}", o.name, e.end, o.client));
                 }
             }
         }

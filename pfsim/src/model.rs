@@ -13,6 +13,9 @@ pub const PAGES_PER_MIB: u64 = (1 << 20) / PAGE;
 pub const EXTENT_TAX: u64 = 24576;
 /// Most extents one write RPC may carry.
 pub const MAX_EXTENTS_PER_RPC: usize = 256;
+/// Pages a write copies into the page cache before it commits them to the OSCs
+/// (`PTLRPC_MAX_BRW_PAGES`: 64 MiB, `ll_write_end()`).
+pub const MAX_COMMIT_PAGES: u64 = (64 << 20) / PAGE;
 /// Largest LRU entry a preloaded file is cut into (16 MiB).
 pub const PRELOAD_PIECE_PAGES: u64 = 4096;
 /// Copying one 4 KiB page between the page cache and user memory (about 8 GB/s).
@@ -551,6 +554,8 @@ pub struct Client {
     pub ra_marks: BTreeMap<u32, crate::pageset::PageSet>,
     pub app_read_bytes: u64,
     pub app_write_bytes: u64,
+    /// The application threads on this node.
+    pub threads: Vec<u32>,
 }
 
 /// Pages [first, last] of `file`, put in a client's page cache together, all in one object:
@@ -756,6 +761,9 @@ pub enum OpKind {
 pub enum OpState {
     /// Being admitted into the cache (writes) or submitted (reads).
     Running,
+    /// Copying a write's next pages into the page cache, until `Op::ready_at`; they are
+    /// committed to the OSCs then.
+    Copy,
     /// Blocked on dirty/grant space of an OSC.
     WaitCache,
     /// Waiting for read RPCs or a sync write.
@@ -793,8 +801,11 @@ pub struct Op {
     pub file: u32,
     pub offset: u64,
     pub len: u64,
-    /// Next byte still to be admitted (writes).
+    /// Next byte still to be committed into the OSCs' cache (writes).
     pub cursor: u64,
+    /// End of what the write has copied into the page cache: [cursor, copied) is copied and
+    /// waits for its commit (`ll_write_end()`, `vvp_io_write_commit()`).
+    pub copied: u64,
     pub started_ns: u64,
     pub state: OpState,
     pub waits: u32,

@@ -180,3 +180,63 @@ fn queued_lock_requests_are_looked_at_again_when_their_way_changes() {
     assert!(waited > 1000, "the clients hardly waited for each other's locks ({waited} thread-steps)");
     assert!(sim.totals().app_write_bytes >= 64 * MIB);
 }
+
+/// Each stripe chunk of a write is a cl_io iteration that takes its own lock
+/// (`lov_io_rw_iter_init()`): a write over four stripes dirties no page of an object its client
+/// holds no write lock on. (pfsim took the lock of the first stripe only, until 2026-11-27.)
+#[test]
+fn a_write_over_several_stripes_locks_each_before_dirtying_it() {
+    let mut sim = Scenario::new()
+        .write_page_ns(10_000)
+        .duration_ns(SEC)
+        .job(Job::new("filebench.seqwrite", 4 * MIB).filesize(GIB).stripes(4, MIB))
+        .build();
+    let mut dirtied = [false; 4];
+    for step in 1..=200 {
+        sim.run_until(step * 100_000);
+        let f = &sim.files[0];
+        for (s, seen) in dirtied.iter_mut().enumerate() {
+            let o = &sim.oscs[sim.clients[0].oscs[f.osts[s] as usize] as usize];
+            if o.dirty_pages > 0 || o.w_in_flight > 0 {
+                *seen = true;
+                assert!(f.locks[s].iter().any(|l| l.client == 0 && l.write), "stripe {s} dirty at {} ns under no lock", sim.now);
+            }
+        }
+    }
+    assert_eq!(dirtied, [true; 4], "the first write reaches every stripe in 20 ms");
+    assert_eq!(counter(&sim, 0, OscCtr::LdlmExtentEnqueue), 4);
+    sim.check_invariants().unwrap();
+}
+
+/// A write that has copied pages under a lock holds the lock until it has committed them: a
+/// callback from another client waits for that commit (the lock is in use by the cl_io) and then
+/// for the pages' write RPC, so no page is ever dirty outside its client's locks.
+#[test]
+fn a_callback_waits_for_the_write_copying_under_the_lock() {
+    let page_ns = 10_000;
+    // IOR's ranks 0 and 1 on clients 0 and 1 each write one 16 MiB block of a one-stripe file,
+    // in one transfer: rank 0's lock, grown to the whole object, stands in rank 1's way while
+    // rank 0 copies its block (4,096 pages, 41 ms)
+    let ior = Ior { processes: 2, transfer: 16 * MIB, block: 16 * MIB, segments: 1, file_per_process: false, random: false, fsync: false, reorder_tasks: false };
+    let mut sim = Scenario::new()
+        .clients(2)
+        .write_page_ns(page_ns)
+        .duration_ns(SEC)
+        .job(Job::ior(ior).clients(&[0, 1]).stripes(1, MIB))
+        .build();
+    let mut granted_at = None;
+    for step in 1..=2000 {
+        sim.run_until(step * 100_000);
+        sim.check_invariants().unwrap();
+        let copying = sim.threads.iter().any(|th| th.client == 0 && th.op.as_ref().is_some_and(|op| op.cursor < op.copied));
+        let held_by_1 = sim.files.iter().any(|f| f.locks.iter().flatten().any(|l| l.client == 1 && l.write));
+        if held_by_1 && granted_at.is_none() {
+            granted_at = Some(sim.now);
+            assert!(!copying, "client 1 got its lock while client 0 was still copying under it");
+        }
+    }
+    // client 0's copy ends at about 41 ms; its pages go out before the cancel
+    let t = granted_at.expect("client 1 gets a lock");
+    assert!(t >= 4096 * page_ns, "client 1's lock granted at {t} ns");
+    assert!(counter(&sim, 0, OscCtr::LdlmCancel) > 0);
+}

@@ -115,6 +115,7 @@ impl Sim {
                 ra_marks: BTreeMap::new(),
                 app_read_bytes: 0,
                 app_write_bytes: 0,
+                threads: Vec::new(),
             };
             for ost in 0..n_ost {
                 let idx = sim.oscs.len() as u32;
@@ -363,6 +364,7 @@ impl Sim {
     /// Add an application thread of `job` on `client` working on `files`.
     pub(super) fn add_thread(&mut self, client: u32, job: u32, role: Role, files: Vec<u32>, cfg: &JobConfig) {
         let tid = self.threads.len() as u32;
+        self.clients[client as usize].threads.push(tid);
         self.live_threads[job as usize] += 1;
         self.threads.push(Thread {
             client,

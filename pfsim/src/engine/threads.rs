@@ -14,10 +14,17 @@ impl Sim {
         }
         if let Some(op) = th.op.clone() {
             match op.state {
-                OpState::WaitCache => {
+                OpState::Copy | OpState::WaitCache => {
+                    debug_assert!(op.state != OpState::Copy || self.now >= op.ready_at, "woken before its copy ended");
                     self.threads[tid as usize].op.as_mut().expect("op").state = OpState::Running;
-                    self.continue_write(tid);
-                    return;
+                    if !self.continue_write(tid) {
+                        return;
+                    }
+                    // every page is committed: the system call returns
+                    if op.fsync && self.start_fsync(tid) {
+                        return;
+                    }
+                    self.finish_op(tid);
                 }
                 OpState::Running => {
                     if op.fsync && op.kind == OpKind::Write && self.start_fsync(tid) {
@@ -154,6 +161,7 @@ impl Sim {
             offset: req.offset,
             len: req.len,
             cursor: req.offset,
+            copied: req.offset,
             started_ns: self.now,
             state: OpState::Running,
             waits: 0,
@@ -379,7 +387,7 @@ impl Sim {
     /// The op holds its locks: move its data.
     pub(super) fn begin_io(&mut self, tid: u32) {
         match self.threads[tid as usize].op.as_ref().expect("op").kind {
-            OpKind::Write => self.continue_write(tid),
+            OpKind::Write => self.start_copy(tid),
             OpKind::Read => {
                 let slot = self.threads[tid as usize].op.as_ref().expect("op").slot;
                 self.start_read(tid, slot)

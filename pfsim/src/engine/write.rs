@@ -1,21 +1,42 @@
-//! The write path: a write system call through llite into the OSC's dirty extents (aligned to
-//! `max_pages_per_rpc` in object space), admission against `max_dirty_mb` and the grant,
+//! The write path: a write system call copies its pages into the page cache, batch by batch,
+//! and commits each batch into the OSCs' dirty extents (aligned to `max_pages_per_rpc` in
+//! object space), with admission against `max_dirty_mb` and the grant,
 //! the node-wide dirty limit, fsync, and the kernel flusher.
 
 use super::*;
 
 impl Sim {
-    /// Admit the rest of the current write into the page cache, window by window; block on the
-    /// first OSC without dirty or grant space.
-    pub(super) fn continue_write(&mut self, tid: u32) {
+    /// The write system call copies its next pages into the page cache (`next_batch`), under
+    /// the locks `ensure_locks` took for them. The copy takes the thread's core; its pages are
+    /// committed when it ends (`continue_write`).
+    pub(super) fn start_copy(&mut self, tid: u32) {
+        let th = &self.threads[tid as usize];
+        let client = th.client as usize;
+        let op = th.op.as_ref().expect("write op");
+        let first = op.copied == op.offset;
+        let (page, last) = next_batch(op, &self.files[op.file as usize]);
+        let copied = (op.offset + op.len).min((last + 1) * PAGE);
+        let pages = ceil_div(copied, PAGE) - page;
+        let c = &self.cfg.cluster;
+        let cost = pages * c.client_write_page_ns + if first { c.client_syscall_ns } else { 0 };
+        let (core, start) = self.free_core(client);
+        let t = start + cost;
+        self.clients[client].app_cores.book(core, t);
+        let op = self.threads[tid as usize].op.as_mut().expect("write op");
+        (op.copied, op.state, op.ready_at) = (copied, OpState::Copy, t);
+        self.schedule(t, Ev::Thread(tid));
+    }
+
+    /// Commit what the write has copied into the OSCs' cache, window by window
+    /// (`vvp_io_write_commit()` -> `osc_queue_async_io()`); block on the first OSC without
+    /// dirty or grant space. Then copy the next pages, or return true: the write is over.
+    pub(super) fn continue_write(&mut self, tid: u32) -> bool {
         let th = &self.threads[tid as usize];
         let op = th.op.clone().expect("write op");
         let client = th.client as usize;
         let file = op.file as usize;
-        let end = op.offset + op.len;
+        let end = op.copied;
         let mut cursor = op.cursor;
-        let c = &self.cfg.cluster;
-        let (page_ns, syscall_ns) = (c.client_write_page_ns, c.client_syscall_ns);
         while cursor < end {
             let page = cursor / PAGE;
             let last_page = (end - 1) / PAGE;
@@ -47,7 +68,7 @@ impl Sim {
                     op.cursor = cursor;
                     op.state = OpState::WaitCache;
                     self.oscs[osc_i as usize].writeback_waiters.push(tid);
-                    return;
+                    return false;
                 }
                 n = wb - obj_page;
             }
@@ -62,7 +83,7 @@ impl Sim {
                     op.waits += 1;
                     self.oscs[osc_i as usize].cache_waiters.push(tid);
                     self.check_rpcs(osc_i);
-                    return;
+                    return false;
                 }
                 Admit::Sync => {
                     // no grant can be had: this piece goes out synchronously, the thread waits
@@ -73,7 +94,7 @@ impl Sim {
                     o.waits = 1;
                     self.add_dirty(osc_i, obj, obj_page, obj_page + n - 1, op.file, client, Some(tid));
                     self.check_rpcs(osc_i);
-                    return;
+                    return false;
                 }
             }
             self.insert_cached(client, op.file, page, run_end_file, osc_i);
@@ -83,15 +104,25 @@ impl Sim {
             cursor = cursor.min(end);
             self.check_rpcs(osc_i);
         }
-        let pages = ceil_div(end, PAGE) - op.offset / PAGE;
-        let th = &mut self.threads[tid as usize];
-        let o = th.op.as_mut().expect("op");
+        let o = self.threads[tid as usize].op.as_mut().expect("op");
         o.cursor = end;
-        o.state = OpState::Running;
-        let (core, start) = self.free_core(client);
-        let t = start + syscall_ns + pages * page_ns;
-        self.clients[client].app_cores.book(core, t);
-        self.schedule(t, Ev::Thread(tid));
+        // a lock called back while these pages were copied may go once they are on the OST
+        // (`finish_callbacks` sends them at high priority)
+        let (stripe, _) = self.files[file].map(op.cursor / PAGE); // a batch lies in one stripe chunk
+        let osc_i = self.clients[client].oscs[self.files[file].osts[stripe] as usize];
+        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
+            self.process_lock_queue();
+        }
+        let o = self.threads[tid as usize].op.as_mut().expect("op");
+        if end == o.offset + o.len {
+            return true;
+        }
+        // the cl_io iteration is over and gives up its locks; the next takes its own
+        o.locked = false;
+        if self.ensure_locks(tid) {
+            self.start_copy(tid);
+        }
+        false
     }
 
     /// The core of `client` that is free first, and when the calling thread can start on it (now,
@@ -311,6 +342,16 @@ pub(super) enum Admit {
     Ok,
     Wait,
     Sync,
+}
+
+/// File pages [first, last] that write `op` copies next, from `Op::copied`, before it commits
+/// them: up to `PTLRPC_MAX_BRW_PAGES` (64 MiB, `ll_write_end()`), and no further than the
+/// stripe chunk when the file has several stripes (`lov_io_rw_iter_init()` gives each chunk a
+/// cl_io iteration of its own, which takes its locks, and commits at its end).
+pub(crate) fn next_batch(op: &Op, f: &File) -> (u64, u64) {
+    let page = op.copied / PAGE;
+    let last = ((op.offset + op.len).max(1) - 1) / PAGE;
+    (page, last.min(page + MAX_COMMIT_PAGES - 1).min(f.chunk_end(page)))
 }
 
 /// client_adjust_max_dirty(): default 2000 MiB, raised to rif x RPC size, capped at RAM/8,
