@@ -391,7 +391,10 @@ impl Sim {
                 return false;
             };
             let (stripe, start) = f.map(first);
-            stripe == cb.stripe && start <= cb.lock.end && start + (last - first) >= cb.lock.start
+            let end = start + (last - first);
+            // pages that a newer lock of the client covers are written under that one
+            let newer = |l: &Lock| l.client == cb.lock.client && l.write && !l.cancelling && l.start <= start && l.end >= end;
+            stripe == cb.stripe && start <= cb.lock.end && end >= cb.lock.start && !f.locks[stripe].iter().any(newer)
         })
     }
 

@@ -106,6 +106,9 @@ impl Sim {
         }
         let o = self.threads[tid as usize].op.as_mut().expect("op");
         o.cursor = end;
+        let done = end == o.offset + o.len;
+        // the cl_io iteration is over and gives up its locks; the next takes its own
+        o.locked &= done;
         // a lock called back while these pages were copied may go once they are on the OST
         // (`finish_callbacks` sends them at high priority)
         let (stripe, _) = self.files[file].map(op.cursor / PAGE); // a batch lies in one stripe chunk
@@ -113,12 +116,9 @@ impl Sim {
         if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
             self.process_lock_queue();
         }
-        let o = self.threads[tid as usize].op.as_mut().expect("op");
-        if end == o.offset + o.len {
+        if done {
             return true;
         }
-        // the cl_io iteration is over and gives up its locks; the next takes its own
-        o.locked = false;
         if self.ensure_locks(tid) {
             self.start_copy(tid);
         }
