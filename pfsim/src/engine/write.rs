@@ -107,8 +107,10 @@ impl Sim {
         let o = self.threads[tid as usize].op.as_mut().expect("op");
         o.cursor = end;
         let done = end == o.offset + o.len;
-        // the cl_io iteration is over and gives up its locks; the next takes its own
-        o.locked &= done;
+        if !done {
+            // the cl_io iteration is over and gives up its locks; the next takes its own
+            o.locked = false;
+        }
         // a lock called back while these pages were copied may go once they are on the OST
         // (`finish_callbacks` sends them at high priority)
         let (stripe, _) = self.files[file].map(op.cursor / PAGE); // a batch lies in one stripe chunk
