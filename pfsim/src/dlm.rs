@@ -154,36 +154,20 @@ impl Sim {
     /// Make sure the current op of `tid` holds locks over what it touches; returns false when the
     /// thread must wait (the grant or the callbacks will wake it).
     pub(crate) fn ensure_locks(&mut self, tid: u32) -> bool {
-        let op = self.threads[tid as usize].op.as_ref().expect("op");
+        let th = &self.threads[tid as usize];
+        let op = th.op.as_ref().expect("op");
         if op.locked {
             return true;
         }
-        let (client, file, write) = (self.threads[tid as usize].client, op.file, op.kind == OpKind::Write);
-        if let Some((stripe, start, end)) = self.first_unlocked(tid) {
-            self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-            self.lock_waiters.push(Waiter { tid, client, file, stripe, start, end, write, stale: true });
-            self.process_lock_queue();
-            return false;
-        }
-        self.threads[tid as usize].op.as_mut().expect("op").locked = true;
-        true
-    }
-
-    /// The first run of pages of `tid`'s op, contiguous in one object, that no lock of its client
-    /// covers (not one being called back; a read lock does not cover a write): (stripe, first and
-    /// last object page). Remembers the lock that covered the last run for the next look.
-    fn first_unlocked(&mut self, tid: u32) -> Option<(usize, u64, u64)> {
-        let th = &self.threads[tid as usize];
-        let op = th.op.as_ref().expect("op");
         let (client, file, write) = (th.client, op.file as usize, op.kind == OpKind::Write);
         // a write locks what it copies next (one cl_io iteration), a read all it reads
         let (first, last) = match op.kind {
             OpKind::Write => crate::engine::next_batch(op, &self.files[file]),
             OpKind::Read => (op.offset / PAGE, ((op.offset + op.len).max(1) - 1) / PAGE),
         };
+        // each run of pages contiguous in one object must lie under one of our locks
         let mut p = first;
         let mut hint = th.lock_hint;
-        let mut missing = None;
         while p <= last {
             let f = &self.files[file];
             let (stripe, start) = f.map(p);
@@ -198,13 +182,17 @@ impl Sim {
                 at.is_some()
             };
             if !covered {
-                missing = Some((stripe, start, end));
-                break;
+                self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
+                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, stale: true });
+                self.process_lock_queue();
+                return false;
             }
             p = run_end + 1;
         }
-        self.threads[tid as usize].lock_hint = hint;
-        missing
+        let th = &mut self.threads[tid as usize];
+        th.lock_hint = hint;
+        th.op.as_mut().expect("op").locked = true;
+        true
     }
 
     /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
