@@ -160,10 +160,12 @@ impl Sim {
             return true;
         }
         let (client, file, write) = (th.client, op.file as usize, op.kind == OpKind::Write);
-        // a write locks what it copies next (one cl_io iteration), a read all it reads
+        // one cl_io iteration: a write locks what it copies next, a read the stripe chunk it
+        // reads next (`lov_io_rw_iter_init()`; it goes on over the chunks its client holds
+        // locks on, `start_read`)
         let (first, last) = match op.kind {
             OpKind::Write => crate::engine::next_batch(op, &self.files[file]),
-            OpKind::Read => (op.offset / PAGE, ((op.offset + op.len).max(1) - 1) / PAGE),
+            OpKind::Read => crate::engine::read_iteration(op, &self.files[file]),
         };
         // each run of pages contiguous in one object must lie under one of our locks
         let mut p = first;
@@ -193,6 +195,15 @@ impl Sim {
         th.lock_hint = hint;
         th.op.as_mut().expect("op").locked = true;
         true
+    }
+
+    /// Whether a lock of `client`, not called back, covers file pages [first, last] (of one
+    /// stripe chunk).
+    pub(crate) fn own_lock_covers(&self, client: u32, file: usize, first: u64, last: u64) -> bool {
+        let f = &self.files[file];
+        let (stripe, start) = f.map(first);
+        let end = start + (last - first);
+        f.locks[stripe].iter().any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end)
     }
 
     /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
@@ -337,8 +348,8 @@ impl Sim {
                 continue;
             }
             // a write system call that has not committed all its pages holds its locks (its
-            // cl_io has them in use): the cancel waits for the commit
-            if self.write_holds(&cb) {
+            // cl_io has them in use), and so do pages being read: the cancel waits for them
+            if self.write_holds(&cb) || self.read_holds(&cb) {
                 i += 1;
                 continue;
             }
@@ -386,6 +397,29 @@ impl Sim {
         })
     }
 
+    /// A read of the lock's client holds called-back lock `cb`: pages under it are being read
+    /// (the cancel owns each page before it discards it, `osc_lock_discard_pages()`, and a page
+    /// stays locked until its read is back), or a read was granted the lock and has not begun
+    /// the cl_io iteration that holds it yet.
+    fn read_holds(&self, cb: &Callback) -> bool {
+        let f = &self.files[cb.file as usize];
+        let client = cb.lock.client as usize;
+        // file pages [first, last], in one stripe chunk, overlap the lock
+        let under = |first: u64, last: u64| {
+            let (stripe, start) = f.map(first);
+            stripe == cb.stripe && start <= cb.lock.end && start + (last - first) >= cb.lock.start
+        };
+        f.on(client).reading.iter().any(|(&s, &(e, _))| under(s, e))
+            || self.clients[client].threads.iter().any(|&tid| {
+                let Some(op) = self.threads[tid as usize].op.as_ref() else { return false };
+                let granted = op.kind == OpKind::Read && op.file == cb.file && op.locked && op.state == OpState::WaitLock;
+                granted && {
+                    let (first, last) = crate::engine::read_iteration(op, f);
+                    under(first, last)
+                }
+            })
+    }
+
     /// Grant the request, grown as the OST grows it ([`grown_extent`]).
     fn grant(&mut self, w: Waiter) {
         let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], &self.lock_waiters);
@@ -409,8 +443,8 @@ impl Sim {
             self.oscs[osc_i as usize].locks = self.oscs[osc_i as usize].locks + 1 - merged;
         }
         let back = self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
-        // the op that asked holds a reference: it proceeds even if the lock is called back (a
-        // write's iteration needs one lock; a read over several stripes goes on with the first)
+        // the op that asked holds a reference: its iteration proceeds even if the lock is called
+        // back (an iteration needs one lock)
         if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
             op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
         }

@@ -20,6 +20,7 @@ mod threads;
 mod write;
 
 pub use write::adjust_max_dirty;
+pub(crate) use read::read_iteration;
 pub(crate) use write::next_batch;
 
 // The component modules take these through `use super::*`.
@@ -511,6 +512,19 @@ impl Sim {
                 let locked = |p: u64| locks.iter().any(|l| l.client == o.client && l.write && l.start <= p && l.end >= p);
                 if let Some((s, e)) = oc.extents.iter().find(|(s, e)| !locked(**s) || !locked(e.end)) {
                     return Err(format!("{}: file {file}: dirty extent [{s}, {}] under no write lock of client {}", o.name, e.end, o.client));
+                }
+            }
+        }
+        // a page being read lies under an extent lock of its client (called back or not): a
+        // cancel waits for the reads under it
+        for (i, f) in self.files.iter().enumerate().filter(|(_, f)| !f.removed) {
+            for (c, on) in f.users() {
+                for (&s, &(e, _)) in &on.reading {
+                    let (stripe, start) = f.map(s);
+                    let end = start + (e - s);
+                    if !f.locks[stripe].iter().any(|l| l.client as usize == c && l.start <= start && l.end >= end) {
+                        return Err(format!("client {c} reads pages [{s}, {e}] of file {i} under no lock of its own"));
+                    }
                 }
             }
         }

@@ -801,7 +801,8 @@ pub struct Op {
     pub file: u32,
     pub offset: u64,
     pub len: u64,
-    /// Next byte still to be committed into the OSCs' cache (writes).
+    /// Next byte still to be committed into the OSCs' cache (writes); the first byte of the
+    /// read's next cl_io iteration (reads).
     pub cursor: u64,
     /// End of what the write has copied into the page cache: [cursor, copied) is copied and
     /// waits for its commit (`ll_write_end()`, `vvp_io_write_commit()`).

@@ -240,3 +240,42 @@ fn a_callback_waits_for_the_write_copying_under_the_lock() {
     assert!(t >= 4096 * page_ns, "client 1's lock granted at {t} ns");
     assert!(counter(&sim, 0, OscCtr::LdlmCancel) > 0);
 }
+
+/// A read is a cl_io iteration per stripe chunk too, each under its own lock: reading back
+/// another client's data over four stripes calls back that client's write lock on every stripe,
+/// and no page is read from an object its client holds no lock on. A lock called back while
+/// pages under it are being read is cancelled once they are in. (Until 2026-11-27 pfsim took
+/// the lock of the first stripe a read lacked and read the others under none, and cancelled a
+/// lock under pages being read.)
+#[test]
+fn a_read_over_several_stripes_locks_each_before_reading_it() {
+    // ranks 0 and 1 on clients 0 and 1 each write a 16 MiB block of a file striped over four
+    // OSTs, in 4 MiB transfers (every stripe), then read back the other's block (IOR's -C)
+    let ior = Ior { processes: 2, transfer: 4 * MIB, block: 16 * MIB, segments: 1, file_per_process: false, random: false, fsync: false, reorder_tasks: true };
+    let mut sim = Scenario::new().clients(2).duration_ns(SEC).job(Job::ior(ior).clients(&[0, 1]).stripes(4, MIB)).build();
+    let mut read_pages = 0u64;
+    for step in 1..=10_000 {
+        sim.run_until(step * 100_000);
+        let f = &sim.files[0];
+        for client in 0..2 {
+            for (&first, &(last, _)) in &f.on(client).reading {
+                read_pages += last - first + 1;
+                let (stripe, start) = f.map(first);
+                let end = start + (last - first);
+                assert!(
+                    f.locks[stripe].iter().any(|l| l.client == client as u32 && l.start <= start && l.end >= end),
+                    "client {client} reads pages {first}-{last} (stripe {stripe}) at {} ns under no lock of its own: {:?}",
+                    sim.now, f.locks[stripe]
+                );
+            }
+        }
+    }
+    assert!(sim.totals().app_read_bytes >= 32 * MIB, "both ranks read their 16 MiB back");
+    assert!(read_pages > 0);
+    // each client read the other's pages on all four objects: each called back the other's
+    // write lock on each of them
+    for client in 0..2 {
+        assert!(counter(&sim, client, OscCtr::LdlmCancel) >= 4, "client {client} cancelled {} locks", counter(&sim, client, OscCtr::LdlmCancel));
+    }
+    sim.check_invariants().unwrap();
+}

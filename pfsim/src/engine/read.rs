@@ -5,8 +5,11 @@
 use super::*;
 
 impl Sim {
-    /// A read system call of thread `tid` (its file `slot`): read-ahead's state (`ras_update`), the
-    /// pages found in the cache, and read chunks for the pages that are not, read ahead included.
+    /// One cl_io iteration of a read system call of thread `tid` (its file `slot`), from
+    /// `Op::cursor`: the stripe chunk `ensure_locks` locked, and the chunks after it that lie
+    /// under locks the client holds (Lustre's read-ahead reads those, `ll_read_ahead_pages()`).
+    /// The first iteration updates read-ahead's state (`ras_update`); each counts the pages it
+    /// finds in the cache and makes read chunks for those it does not; the last reads ahead.
     pub(super) fn start_read(&mut self, tid: u32, slot: usize) {
         let th = &self.threads[tid as usize];
         let op = th.op.clone().expect("read op");
@@ -15,7 +18,16 @@ impl Sim {
         let fsize_pages = ceil_div(self.files[file].size, PAGE).max(1);
         let p0 = op.offset / PAGE;
         let p1 = ((op.offset + op.len).max(1) - 1) / PAGE;
-        let npages = p1 - p0 + 1;
+        let first_iteration = op.cursor == op.offset;
+        let (c0, mut c1) = read_iteration(&op, &self.files[file]);
+        while c1 < p1 {
+            let next = p1.min(self.files[file].chunk_end(c1 + 1));
+            if !self.own_lock_covers(client as u32, file, c1 + 1, next) {
+                break;
+            }
+            c1 = next;
+        }
+        let npages = c1 - c0 + 1;
         // read-ahead state (ras_update / ll_ras_enter)
         let rpc_pages = {
             let f = &self.files[file];
@@ -27,53 +39,46 @@ impl Sim {
         let ras = &mut self.threads[tid as usize].ras[slot];
         // the state ras_update() checks a miss against: the window as the last read left it
         let (window_before, ra_next_before, next_before) = (ras.window, ras.ra_next, ras.next_page);
-        let sequential = match ras.next_page {
-            Some(n) => p0 + 8 >= n && p0 <= n + 8,
-            None => false,
-        };
-        // ras_detect_read_pattern: a read that is not sequential may continue a stride (the
-        // same gap after the same bytes, twice in a row), which keeps the window
-        let not_consecutive = !sequential && ras.next_page.is_some();
-        let stride_detect = ras.detect_pattern(op.offset, op.len.max(1), sequential, p0);
-        let stride = ras.stride_mode();
-        if sequential {
-            ras.consecutive += 1;
-        }
-        if stride && (stride_detect || sequential) {
-            // ras_stride_increase_window: one RPC's worth more of the stride's data, the
-            // window counted from the read's first page
-            ras.stride_increase_window(p0, rpc_pages * PAGE, per_file, PAGE);
-        } else if sequential {
-            if ras.consecutive >= 1 {
-                let grown = (ras.window + rpc_pages.max(npages)).min(per_file);
-                ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
-            }
-            if ras.reads >= 1 && fsize_pages <= whole {
-                ras.window = fsize_pages;
-            }
-        }
         let whole_file = ras.reads >= 1 && fsize_pages <= whole;
-        ras.reads += 1;
-        ras.next_page = Some(p1 + 1);
-        let mut window = ras.window;
-        // the window ends on an RPC boundary so read-ahead forms whole RPCs; in stride mode it
-        // counts from the read's first page and starts no earlier than the stride
-        let (ra_from, window_end) = if stride {
-            (ras.ra_next.max(p1 + 1).max(ras.stride_offset / PAGE), p0 + window)
-        } else {
-            (ras.ra_next.max(p1 + 1), p1 + 1 + window)
-        };
-        let ra_to = (window_end / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
-        let stride_runs = stride.then(|| ras.clone());
-        if not_consecutive {
-            self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
+        if first_iteration {
+            let sequential = match ras.next_page {
+                Some(n) => p0 + 8 >= n && p0 <= n + 8,
+                None => false,
+            };
+            // ras_detect_read_pattern: a read that is not sequential may continue a stride (the
+            // same gap after the same bytes, twice in a row), which keeps the window
+            let not_consecutive = !sequential && ras.next_page.is_some();
+            let stride_detect = ras.detect_pattern(op.offset, op.len.max(1), sequential, p0);
+            let stride = ras.stride_mode();
+            if sequential {
+                ras.consecutive += 1;
+            }
+            if stride && (stride_detect || sequential) {
+                // ras_stride_increase_window: one RPC's worth more of the stride's data, the
+                // window counted from the read's first page
+                ras.stride_increase_window(p0, rpc_pages * PAGE, per_file, PAGE);
+            } else if sequential {
+                if ras.consecutive >= 1 {
+                    let grown = (ras.window + rpc_pages.max(p1 - p0 + 1)).min(per_file);
+                    ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
+                }
+                if ras.reads >= 1 && fsize_pages <= whole {
+                    ras.window = fsize_pages;
+                }
+            }
+            ras.reads += 1;
+            ras.next_page = Some(p1 + 1);
+            if not_consecutive {
+                self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
+            }
         }
+        let stride = self.threads[tid as usize].ras[slot].stride_mode();
         // pages of the read itself
         let mut waits = 0u32;
         let mut sync_runs: Vec<(u64, u64)> = Vec::new();
         {
             let f = &mut self.files[file];
-            for (s, e) in f.on(client).cache.gaps(p0, p1) {
+            for (s, e) in f.on(client).cache.gaps(c0, c1) {
                 // pages already being read: wait for those chunks
                 let mut q = s;
                 let inflight: Vec<(u64, u64, u32)> = overlapping(&f.on(client).reading, s, e);
@@ -101,7 +106,7 @@ impl Sim {
         // dropped by a lock cancel, before the reader came) resets the window, and read-ahead
         // starts again after the missed pages once reads are sequential again
         // (RA_STAT_MISS_IN_WINDOW; a whole-file read-ahead checks no miss)
-        if let (Some(&(m, _)), Some(&(_, last_miss)), Some(prev)) = (sync_runs.first(), sync_runs.last(), next_before) {
+        if let (true, Some(&(m, _)), Some(&(_, last_miss)), Some(prev)) = (first_iteration, sync_runs.first(), sync_runs.last(), next_before) {
             let start = prev.saturating_sub(1) / rpc_pages * rpc_pages;
             if !whole_file && window_before > 0 && m < ra_next_before && m >= start && m < start + window_before {
                 let ras = &mut self.threads[tid as usize].ras[slot];
@@ -114,7 +119,6 @@ impl Sim {
                 } else if m / rpc_pages * rpc_pages * PAGE < ras.stride_offset {
                     ras.reset_stride(); // stride mode keeps its detector while the window is on it
                 }
-                window = 0;
                 self.clients[client].ra_stats.add_n(RaCtr::MissInsideWindow, 1);
             }
         }
@@ -123,7 +127,7 @@ impl Sim {
         for &(s, e) in &sync_runs {
             cl.unmark_ra(file as u32, s, e);
         }
-        let hit_pages = cl.unmark_ra(file as u32, p0, p1);
+        let hit_pages = cl.unmark_ra(file as u32, c0, c1);
         {
             let ra = &mut self.clients[client].ra_stats;
             if hit_pages > 0 {
@@ -133,9 +137,21 @@ impl Sim {
                 ra.add_n(RaCtr::Misses, miss_pages);
             }
         }
-        // read-ahead beyond the read, bounded by the global budget (ll_ra_count_get)
+        // read-ahead beyond the read, bounded by the global budget (ll_ra_count_get), once the
+        // iteration reaches the read's end (before, it stops at the chunk no lock covers)
+        let ras = &self.threads[tid as usize].ras[slot];
+        let window = ras.window;
+        // the window ends on an RPC boundary so read-ahead forms whole RPCs; in stride mode it
+        // counts from the read's first page and starts no earlier than the stride
+        let (ra_from, window_end) = if stride {
+            (ras.ra_next.max(p1 + 1).max(ras.stride_offset / PAGE), p0 + window)
+        } else {
+            (ras.ra_next.max(p1 + 1), p1 + 1 + window)
+        };
+        let ra_to = (window_end / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
+        let stride_runs = stride.then(|| ras.clone());
         let mut ra_runs: Vec<(u64, u64)> = Vec::new();
-        if window > 0 && ra_from <= ra_to {
+        if c1 == p1 && window > 0 && ra_from <= ra_to {
             // in stride mode only the stride's runs are read ahead (ll_read_ahead_pages)
             let runs = match &stride_runs {
                 Some(ras) => stride_runs_within(ras, ra_from, ra_to),
@@ -176,7 +192,7 @@ impl Sim {
         // so small RPCs overlap set-up with I/O and large ones do not
         let (core, start) = self.free_core(client);
         let c = &self.cfg.cluster;
-        let mut t = start + c.client_syscall_ns;
+        let mut t = start + if first_iteration { c.client_syscall_ns } else { 0 };
         let (page_ns, extent_ns) = (c.client_page_ns, c.client_extent_ns);
         // the read's own pages and its read-ahead go to the OSCs in one queue, in page order;
         // each batch of it (below) reaches its OSC's read queue whole, once its last piece is set up
@@ -204,6 +220,7 @@ impl Sim {
         let th = &mut self.threads[tid as usize];
         let op = th.op.as_mut().expect("op");
         op.ready_at = t + copy;
+        op.cursor = (op.offset + op.len).min((c1 + 1) * PAGE);
         if waits == 0 {
             op.state = OpState::Running;
             let at = t + copy;
@@ -211,6 +228,13 @@ impl Sim {
         } else {
             op.state = OpState::WaitIo;
             op.waits = waits;
+        }
+        // a lock called back while the read waited to begin this iteration under it is held
+        // now by the pages being read, if any (`read_holds`)
+        let f = &self.files[file];
+        let osc_i = self.clients[client].oscs[f.osts[f.map(c0).0] as usize];
+        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
+            self.process_lock_queue();
         }
     }
 
@@ -297,6 +321,14 @@ impl Sim {
             self.schedule(at, Ev::ChunkReady(osc, first));
         }
     }
+}
+
+/// The pages of the cl_io iteration a read begins at `Op::cursor`: to the end of the read or of
+/// the stripe chunk, whichever comes first (`lov_io_rw_iter_init()`).
+pub(crate) fn read_iteration(op: &Op, f: &File) -> (u64, u64) {
+    let page = op.cursor / PAGE;
+    let last = ((op.offset + op.len).max(1) - 1) / PAGE;
+    (page, last.min(f.chunk_end(page)))
 }
 
 /// Per stripe of the file, the batch `osc_io_submit()` is filling for its object: its number

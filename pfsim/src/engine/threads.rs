@@ -27,6 +27,14 @@ impl Sim {
                     self.finish_op(tid);
                 }
                 OpState::Running => {
+                    if op.kind == OpKind::Read && op.cursor < op.offset + op.len {
+                        // the read's next cl_io iteration, under its own lock
+                        self.threads[tid as usize].op.as_mut().expect("op").locked = false;
+                        if self.ensure_locks(tid) {
+                            self.begin_io(tid);
+                        }
+                        return;
+                    }
                     if op.fsync && op.kind == OpKind::Write && self.start_fsync(tid) {
                         return;
                     }
