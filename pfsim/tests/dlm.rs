@@ -272,8 +272,7 @@ fn a_read_over_several_stripes_locks_each_before_reading_it() {
     }
     assert!(sim.totals().app_read_bytes >= 32 * MIB, "both ranks read their 16 MiB back");
     assert!(read_pages > 0);
-    // each client read the other's pages on all four objects: each called back the other's
-    // write lock on each of them
+    // the clients' locks conflict (writes, and reads of each other's blocks): each cancels some
     for client in 0..2 {
         assert!(counter(&sim, client, OscCtr::LdlmCancel) >= 4, "client {client} cancelled {} locks", counter(&sim, client, OscCtr::LdlmCancel));
     }
