@@ -72,6 +72,7 @@ impl Sim {
                 self.clients[client].ra_stats.add_n(RaCtr::ReadpageNotConsecutive, 1);
             }
         }
+        // stride mode once this read's pattern detection (its first iteration) has run
         let stride = self.threads[tid as usize].ras[slot].stride_mode();
         // pages of the read itself
         let mut waits = 0u32;
