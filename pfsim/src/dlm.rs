@@ -451,8 +451,24 @@ impl Sim {
         self.schedule(back, Ev::Thread(w.tid));
     }
 
-    /// Forget a client's cached pages under a cancelled lock (the cancel discards them).
+    /// Forget a client's cached pages under a cancelled lock (the cancel discards them), but
+    /// those another lock of the client covers, not called back itself: they stay in the cache
+    /// under that one (`check_and_discard_cb()` keeps a page `osc_dlmlock_at_pgoff()` finds a
+    /// lock over).
     fn drop_cached_object_range(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
+        let others = self.files[file as usize].locks[stripe]
+            .iter()
+            .filter(|l| l.client as usize == client && !l.cancelling && l.start <= end && l.end >= start)
+            .map(|l| (l.start, l.end));
+        let (mut runs, mut tmp) = (Vec::new(), Vec::new());
+        uncovered(start, end, others, &mut runs, &mut tmp);
+        for (s, e) in runs {
+            self.drop_cached_object_run(client, file, stripe, s, e);
+        }
+    }
+
+    /// Forget a client's cached pages in pages [start, end] of object `stripe` of `file`.
+    fn drop_cached_object_run(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
         let f = &self.files[file as usize];
         let (n, sp) = (f.osts.len() as u64, f.stripe_size / PAGE);
         // read-ahead marks of the dropped pages (unless reads are in flight: their pages may
@@ -592,6 +608,23 @@ mod tests {
             assert_eq!(osc.stat(OscCtr::LdlmExtentEnqueue).count, 1, "client {client} was granted once");
         }
         sim.check_invariants().expect("invariants");
+    }
+
+    /// A cancel discards the client's cached pages under the lock but those another lock of the
+    /// client covers (`check_and_discard_cb()`); a lock called back itself keeps none.
+    #[test]
+    fn a_cancel_keeps_the_pages_another_lock_of_the_client_covers() {
+        let mut sim = Sim::new(crate::config::Config::from_json(crate::config::TEST_THREE_CLIENTS).expect("config")).expect("sim");
+        sim.files[0].on_mut(0).cache.insert(0, 99);
+        sim.clients[0].cached_pages = 100;
+        // the cancelled lock covered pages 0-59; a read lock of the client covers 40-69, and a
+        // called-back one 0-9
+        let read = Lock { client: 0, start: 40, end: 69, write: false, cancelling: false };
+        let called_back = Lock { client: 0, start: 0, end: 9, write: true, cancelling: true };
+        sim.files[0].locks[0] = vec![read, called_back];
+        sim.drop_cached_object_range(0, 0, 0, 0, 59);
+        assert_eq!(sim.files[0].on(0).cache.intervals(), vec![(40, 99)]);
+        assert_eq!(sim.clients[0].cached_pages, 60);
     }
 
     #[test]
