@@ -1,8 +1,10 @@
 //! LDLM extent locks on OST objects, as far as they shape client I/O: a client needs a lock
-//! covering what it reads (PR) or writes (PW); the OST grows the granted extent as Lustre's
-//! `ldlm_extent_policy()` does (the whole object when nobody else uses it; `grown_extent`); a
-//! conflicting lock is called back: its holder writes the dirty pages under it as high-priority
-//! RPCs (allowed past max_rpcs_in_flight), drops its cached pages there, and cancels it.
+//! covering what it reads (PR) or writes (PW), one per cl_io iteration (a stripe chunk); the OST
+//! grows the granted extent as Lustre's `ldlm_extent_policy()` does (the whole object when
+//! nobody else uses it; `grown_extent`); a conflicting lock is called back: its holder writes the
+//! dirty pages under it as high-priority RPCs (allowed past max_rpcs_in_flight), waits for the
+//! writes and reads that hold it, drops its cached pages there that no other lock of its own
+//! covers, and cancels it.
 
 use crate::engine::{Ev, OtherRpc, Sim};
 use crate::model::{OpKind, OpState, PAGE};
