@@ -22,6 +22,14 @@ pub struct Lock {
     pub cancelling: bool,
 }
 
+impl Lock {
+    /// `client` may do I/O under this lock over object pages [start, end] (`write`: a write):
+    /// it is the client's, not called back, covers them, and is of a strong enough mode.
+    pub fn serves(&self, client: u32, start: u64, end: u64, write: bool) -> bool {
+        self.client == client && !self.cancelling && self.start <= start && self.end >= end && (self.write || !write)
+    }
+}
+
 /// A called-back lock, waiting for its holder's pages to be written.
 #[derive(Clone, Copy, Debug)]
 pub struct Callback {
@@ -177,7 +185,7 @@ impl Sim {
             let (stripe, start) = f.map(p);
             let run_end = last.min(f.chunk_end(p));
             let end = start + (run_end - p);
-            let covers = |l: &Lock| l.client == client && !l.cancelling && l.start <= start && l.end >= end && (l.write || !write);
+            let covers = |l: &Lock| l.serves(client, start, end, write);
             // the lock that covered this thread's last look usually covers this one: try it first
             let locks = &f.locks[stripe];
             let covered = locks.get(hint).is_some_and(covers) || {
@@ -205,7 +213,7 @@ impl Sim {
         let f = &self.files[file];
         let (stripe, start) = f.map(first);
         let end = start + (last - first);
-        f.locks[stripe].iter().any(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= end)
+        f.locks[stripe].iter().any(|l| l.serves(client, start, end, false))
     }
 
     /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
@@ -219,7 +227,7 @@ impl Sim {
             let mut p = s;
             while p <= e {
                 let (stripe, start) = f.map(p);
-                let found = f.locks[stripe].iter().find(|l| l.client == client && !l.cancelling && l.start <= start && l.end >= start);
+                let found = f.locks[stripe].iter().find(|l| l.serves(client, start, start, false));
                 let Some(lock) = found else { return out };
                 let end = e.min(f.chunk_end(p)).min(p.saturating_add(lock.end - start)); // a lock may end at EOF (u64::MAX)
                 crate::intervals::push_run(&mut out, p, end);
@@ -227,6 +235,14 @@ impl Sim {
             }
         }
         out
+    }
+
+    /// Cancel the called-back locks of OSC `osc_i` that nothing holds any more (its I/O under
+    /// them just ended), and grant what they stood in the way of.
+    pub(crate) fn release_callbacks(&mut self, osc_i: u32) {
+        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
+            self.process_lock_queue();
+        }
     }
 
     /// Grant queued requests in order; call back whatever stands in their way. Repeats while
@@ -394,7 +410,7 @@ impl Sim {
             let (stripe, start) = f.map(first);
             let end = start + (last - first);
             // pages that a newer lock of the client covers are written under that one
-            let newer = |l: &Lock| l.client == cb.lock.client && l.write && !l.cancelling && l.start <= start && l.end >= end;
+            let newer = |l: &Lock| l.serves(cb.lock.client, start, end, true);
             stripe == cb.stripe && start <= cb.lock.end && end >= cb.lock.start && !f.locks[stripe].iter().any(newer)
         })
     }

@@ -150,14 +150,10 @@ impl Sim {
             (ras.ra_next.max(p1 + 1), p1 + 1 + window)
         };
         let ra_to = (window_end / rpc_pages * rpc_pages).saturating_sub(1).min(fsize_pages - 1);
-        let stride_runs = stride.then(|| ras.clone());
         let mut ra_runs: Vec<(u64, u64)> = Vec::new();
         if c1 == p1 && window > 0 && ra_from <= ra_to {
             // in stride mode only the stride's runs are read ahead (ll_read_ahead_pages)
-            let runs = match &stride_runs {
-                Some(ras) => stride_runs_within(ras, ra_from, ra_to),
-                None => vec![(ra_from, ra_to)],
-            };
+            let runs = if stride { stride_runs_within(ras, ra_from, ra_to) } else { vec![(ra_from, ra_to)] };
             let runs = self.under_own_locks(client as u32, file, &runs);
             let want: u64 = runs.iter().map(|(s, e)| e - s + 1).sum();
             let cl = &self.clients[client];
@@ -234,9 +230,7 @@ impl Sim {
         // now by the pages being read, if any (`read_holds`)
         let f = &self.files[file];
         let osc_i = self.clients[client].oscs[f.osts[f.map(c0).0] as usize];
-        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
-            self.process_lock_queue();
-        }
+        self.release_callbacks(osc_i);
     }
 
     /// Split file pages [s, e] by stripe and into pieces for the OSCs' read queues.

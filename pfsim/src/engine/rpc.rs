@@ -528,8 +528,6 @@ impl Sim {
         self.check_rpcs(osc_i);
         // a reply may complete a lock callback of this OSC (its pages written, or read), which
         // may let a request through
-        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
-            self.process_lock_queue();
-        }
+        self.release_callbacks(osc_i);
     }
 }

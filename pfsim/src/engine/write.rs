@@ -115,9 +115,7 @@ impl Sim {
         // (`finish_callbacks` sends them at high priority)
         let (stripe, _) = self.files[file].map(op.cursor / PAGE); // a batch lies in one stripe chunk
         let osc_i = self.clients[client].oscs[self.files[file].osts[stripe] as usize];
-        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
-            self.process_lock_queue();
-        }
+        self.release_callbacks(osc_i);
         if done {
             return true;
         }
