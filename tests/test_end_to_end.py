@@ -57,15 +57,24 @@ def served(tmp_path: Path) -> Iterator[Path]:
     scenario = tmp_path / "e2e.yaml"
     scenario.write_text(SCENARIO)
     root = tmp_path / "root"
+    # serve's log goes to a file: a pipe nobody reads could fill and block it
+    log = (tmp_path / "serve.log").open("w")
     server = subprocess.Popen(
-        _pfstune("sim", "serve", str(scenario), "--root", str(root), "--speed", "5"), stderr=subprocess.PIPE, text=True
+        _pfstune("sim", "serve", str(scenario), "--root", str(root), "--speed", "5"), stderr=log, text=True
     )
     try:
         _wait(lambda: (root / ".pfsim-serve.json").exists(), 60, "sim serve to lay out its tree")
         yield root
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            served_log = (tmp_path / "serve.log").read_text()
+            raise AssertionError(f"sim serve did not stop on SIGTERM; its log:\n{served_log}") from None
+        finally:
+            log.close()
 
 
 def _agent(root: Path, state: Path, tuner: str = "iopathtune") -> subprocess.Popen[str]:

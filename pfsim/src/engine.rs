@@ -472,8 +472,10 @@ impl Sim {
         }
         // pages of the write RPCs in flight, per OSC
         let mut in_flight = vec![0u64; self.oscs.len()];
+        let mut extents_in_flight = vec![0u64; self.oscs.len()];
         for r in self.rpcs.iter().flatten().filter(|r| r.write) {
             in_flight[r.osc as usize] += r.pages;
+            extents_in_flight[r.osc as usize] += r.extents.len() as u64;
         }
         for (i, o) in self.oscs.iter().enumerate() {
             let hists = &o.counters().hists;
@@ -485,6 +487,13 @@ impl Sim {
             let pending: u64 = o.objects.values().flat_map(|oc| oc.extents.iter().map(|(s, e)| e.pages(*s))).sum();
             if pending != o.pending_w_pages {
                 return Err(format!("{}: pending write pages {} != extents {}", o.name, o.pending_w_pages, pending));
+            }
+            // the dirty pages hold a page of grant each and a tax per extent, cached or in
+            // flight; less only where a write went in without the grant for it (synchronously)
+            let extents: u64 = o.objects.values().map(|oc| oc.extents.len() as u64).sum::<u64>() + extents_in_flight[i];
+            let held = o.dirty_pages * PAGE + extents * EXTENT_TAX;
+            if o.dirty_grant > held {
+                return Err(format!("{}: dirty grant {} above the {held} its pages and extents hold", o.name, o.dirty_grant));
             }
             let writeback: u64 = o.objects.values().map(|oc| oc.writeback.len()).sum();
             if writeback != in_flight[i] {

@@ -16,6 +16,12 @@ pub const MAX_EXTENTS_PER_RPC: usize = 256;
 /// Pages a write copies into the page cache before it commits them to the OSCs
 /// (`PTLRPC_MAX_BRW_PAGES`: 64 MiB, `ll_write_end()`).
 pub const MAX_COMMIT_PAGES: u64 = (64 << 20) / PAGE;
+/// Most grant an OSC asks for (`o_undirty`): `OBD_MAX_GRANT & ~(PTLRPC_MAX_BRW_SIZE * 4)`, with
+/// `OBD_MAX_GRANT` 2 GiB - 1 and 64 MiB bulk RPCs, so 1,792 MiB - 1 (`osc_announce_cached()`).
+/// DIAL's clients never held more than 1,800 MiB of grant and dirty pages on an OSC, with
+/// `max_dirty_mb` 2000 (docs/pfsim.md, "Grant"). The OST refuses requests above 2 GiB - 1
+/// (`tgt_grant_alloc()`).
+pub const MAX_UNDIRTY: u64 = 0x7fff_ffff & !(4 * (64 << 20));
 /// Largest LRU entry a preloaded file is cut into (16 MiB).
 pub const PRELOAD_PIECE_PAGES: u64 = 4096;
 /// Copying one 4 KiB page between the page cache and user memory (about 8 GB/s).
@@ -254,6 +260,12 @@ pub struct Osc {
     pub pending_w_pages: u64,
     pub pending_r_pages: u64,
     pub avail_grant: u64,
+    /// Grant the dirty pages hold (`cl_dirty_grant`): a page each and one extent tax per extent,
+    /// from the commit until the write RPC's reply (or the extent's discard).
+    pub dirty_grant: u64,
+    /// Grant of extents discarded unsent (`cl_lost_grant`), reported to the OST with the next
+    /// bulk RPC (`osc_announce_cached()`), less what the client borrowed back.
+    pub lost_grant: u64,
     pub cached_pages: u64,
     pub objects: BTreeMap<u64, ObjectCache>,
     /// Where the next search for an object to write starts: objects take turns, as on

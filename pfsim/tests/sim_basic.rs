@@ -2,7 +2,7 @@
 //! should, and what the applications move matches what the RPCs carry.
 
 mod common;
-use common::{osc_names, parse_rpc_stats, scenario, sim_from_json, Ior, Job, Scenario, GIB, MIB, MS, SEC};
+use common::{osc_names, parse_rpc_stats, scenario, sim_from_json, Ior, Job, Scenario, GIB, MIB, MS, SEC, KIB};
 use pfsim::stats::LliteCtr;
 use pfsim::{Config, Sim, Totals};
 
@@ -84,6 +84,89 @@ fn fast_writers_wait_for_the_grant_of_a_fresh_mount() {
     assert!(small.app_write_bytes > 800 * MIB, "{small:?}");
     assert!(large.app_write_bytes * 2 < small.app_write_bytes, "{large:?} vs {small:?}");
     assert!(large_grant * 2 < small_grant, "grant held: 4 MiB RPCs {large_grant}, 4 KiB RPCs {small_grant}");
+}
+
+/// An OSC asks for at most 1,792 MiB - 1 of grant (`o_undirty` under `OBD_MAX_GRANT`), so at
+/// the default `max_dirty_mb` (2000) a writer faster than its OST fills the cache to that much
+/// of grant and dirty pages together, not to 2000 MiB; DIAL's real clients never held more
+/// than 1,776 MiB dirty on an OSC. A smaller `max_dirty_mb` still bounds the dirty pages.
+#[test]
+fn the_grant_an_osc_asks_for_caps_its_dirty_pages() {
+    let run = |max_dirty_mb: &str| {
+        let mut sim = Scenario::new()
+            .duration_ns(22 * SEC)
+            .disks(8_000_000) // 170 MB/s written: far slower than the writer
+            .tunable("osc.max_dirty_mb", max_dirty_mb)
+            .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(100 * GIB))
+            .build();
+        let mut most = (0, 0);
+        for step in 1..=80 {
+            sim.run_until(step * SEC / 4);
+            let o = sim.oscs.iter().max_by_key(|o| o.dirty_pages).expect("oscs");
+            most = most.max((o.avail_grant + o.dirty_pages * 4096, o.dirty_pages * 4096));
+        }
+        most
+    };
+    let cap = pfsim::model::MAX_UNDIRTY;
+    assert_eq!(cap, 1792 * MIB - 1);
+    let (held, dirty) = run("2000");
+    assert!(held <= cap, "grant and dirty {held} above {cap}");
+    assert!(dirty > 1700 * MIB, "the writer should fill the cache: {dirty} dirty");
+    let (held, dirty) = run("1000");
+    assert!(dirty <= 1000 * MIB && dirty > 900 * MIB, "{dirty} dirty ({held} with the grant)");
+}
+
+/// `cur_dirty_grant_bytes` is the grant the dirty pages hold: a page each plus one 24 KiB
+/// extent tax per extent (`cl_dirty_grant`), where `cur_dirty_bytes` counts the pages alone.
+#[test]
+fn dirty_grant_counts_a_tax_per_extent() {
+    let mut sim = Scenario::new()
+        .duration_ns(3 * SEC)
+        .job(Job::new("filebench.randomwrite", 8 * KIB).filesize(GIB).stop_ns(SEC))
+        .build();
+    sim.run_until(2 * SEC);
+    sim.check_invariants().unwrap();
+    let o = sim.oscs.iter().max_by_key(|o| o.dirty_pages).expect("oscs");
+    assert_eq!(o.w_in_flight, 0, "the writer stopped; its extents wait for the flusher");
+    let extents: u64 = o.objects.values().map(|oc| oc.extents.len() as u64).sum();
+    assert!(extents > 100, "{extents} extents");
+    let text = |name: &str| sim.get_param(0, &format!("osc.{}.{name}", o.name)).unwrap().trim().parse::<u64>().unwrap();
+    assert_eq!(text("cur_dirty_bytes"), o.dirty_pages * 4096);
+    assert_eq!(text("cur_dirty_grant_bytes"), o.dirty_pages * 4096 + extents * 24 * KIB);
+}
+
+/// The grant of dirty pages dropped unsent (a removed file's) is lost (`cl_lost_grant`), but
+/// for one page and a tax lent back at once to an OSC left with less (`osc_free_grant()`); the
+/// next bulk RPC reports it to the OST, which clears it (`osc_announce_cached()`).
+#[test]
+fn a_removal_loses_the_grant_of_its_unsent_pages_until_the_next_rpc() {
+    let ior = Ior { processes: 1, transfer: MIB, block: 8 * MIB, segments: 1, file_per_process: true, random: false, fsync: false, reorder_tasks: false };
+    let mut sim = Scenario::new()
+        .osts(1, 1) // every repetition's new file on the same OST, so the same OSC writes again
+        .disks(8_000_000)
+        .tunable("osc.max_pages_per_rpc", "64")
+        .tunable("osc.max_rpcs_in_flight", "1")
+        .job(Job::ior(ior))
+        .build();
+    let (mut lost_seen, mut cleared_after) = (0, false);
+    for step in 1..=2000 {
+        sim.run_until(step * MS);
+        sim.check_invariants().unwrap();
+        let lost: u64 = sim.oscs.iter().map(|o| o.lost_grant).sum();
+        let text: u64 = (0..sim.oscs.len())
+            .map(|i| sim.get_param(0, &format!("osc.{}.cur_lost_grant_bytes", sim.oscs[i].name)).unwrap().trim().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(text, lost);
+        if lost > 0 {
+            // whole pages and taxes: the dropped extents' grant
+            assert_eq!(lost % 4096, 0, "{lost}");
+            lost_seen = lost_seen.max(lost);
+        } else if lost_seen > 0 {
+            cleared_after = true;
+        }
+    }
+    assert!(lost_seen >= 64 * 4096, "the removals dropped unsent pages: {lost_seen} bytes lost");
+    assert!(cleared_after, "a later bulk RPC reports the lost grant");
 }
 
 /// A write to a page under write-back waits for the RPC that carries it (`ll_write_begin()` ->

@@ -231,6 +231,8 @@ impl Sim {
         } else {
             osc.r_in_flight += 1;
         }
+        // osc_announce_cached(): every bulk RPC reports the lost grant to the OST (o_dropped)
+        osc.lost_grant = 0;
         let (reads, writes) = (osc.r_in_flight, osc.w_in_flight);
         let inflight = reads + writes + osc.other_in_flight;
         let counters = osc.counters_mut();
@@ -450,9 +452,14 @@ impl Sim {
             }
             osc.osc_write_bytes += bytes;
             osc.dirty_pages -= rpc.pages.min(osc.dirty_pages);
+            // osc_extent_finish() -> osc_free_grant(): the grant of each extent it carried
+            let freed = bytes + rpc.extents.len() as u64 * EXTENT_TAX;
+            osc.dirty_grant -= freed.min(osc.dirty_grant);
             // the OST hands out more grant, at most one chunk per reply, up to what the
-            // client asks for: max_pages_per_rpc x (max_rpcs_in_flight + 1) or max_dirty_mb
-            let want = (osc.mppr * (osc.mrif as u64 + 1)).max(osc.max_dirty_pages) * PAGE;
+            // client asks for: max_pages_per_rpc x (max_rpcs_in_flight + 1) or max_dirty_mb,
+            // but never more than MAX_UNDIRTY (the extent taxes Lustre adds to the request,
+            // 24 KiB per 128 MiB, are left out: they matter only under that cap)
+            let want = ((osc.mppr * (osc.mrif as u64 + 1)).max(osc.max_dirty_pages) * PAGE).min(MAX_UNDIRTY);
             let have = osc.avail_grant + osc.dirty_pages * PAGE;
             if want > have {
                 osc.avail_grant += (want - have).min(chunk_grant);

@@ -152,6 +152,8 @@ impl Sim {
                     pending_w_pages: 0,
                     pending_r_pages: 0,
                     avail_grant: 2 * (c.brw_size_bytes + EXTENT_TAX),
+                    dirty_grant: 0,
+                    lost_grant: 0,
                     cached_pages: 0,
                     objects: BTreeMap::new(),
                     next_write_obj: 0,

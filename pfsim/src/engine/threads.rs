@@ -360,9 +360,12 @@ impl Sim {
                 // to the OST with the next RPC), but for one page borrowed by osc_free_grant()
                 let pages: u64 = extents.iter().map(|(s, e)| e.pages(*s)).sum();
                 let lost = pages * PAGE + extents.len() as u64 * EXTENT_TAX;
+                osc.dirty_grant -= lost.min(osc.dirty_grant);
+                osc.lost_grant += lost;
                 let borrow = PAGE + EXTENT_TAX;
-                if osc.avail_grant < borrow && lost >= borrow {
+                if osc.avail_grant < borrow && osc.lost_grant >= borrow {
                     osc.avail_grant += borrow;
+                    osc.lost_grant -= borrow;
                 }
                 osc.dirty_pages -= pages.min(osc.dirty_pages);
                 osc.pending_w_pages -= pages.min(osc.pending_w_pages);

@@ -240,7 +240,10 @@ impl Sim {
         // grant: a page each, plus the extent tax for a new extent; merging returns taxes
         let taxes = 1i64 - merged as i64;
         let grant = (new_pages * PAGE) as i64 + taxes * EXTENT_TAX as i64;
-        osc.avail_grant = (osc.avail_grant as i64 - grant).max(0) as u64;
+        let before = osc.avail_grant;
+        osc.avail_grant = (before as i64 - grant).max(0) as u64;
+        // the dirty pages hold what the grant lost (osc_unreserve_grant(): cl_dirty_grant)
+        osc.dirty_grant = (osc.dirty_grant as i64 + before as i64 - osc.avail_grant as i64).max(0) as u64;
         osc.dirty_pages += new_pages;
         osc.pending_w_pages += new_pages;
         self.clients[client].dirty_pages += new_pages;
