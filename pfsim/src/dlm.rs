@@ -7,7 +7,7 @@
 //! covers, and cancels it.
 
 use crate::engine::{Ev, OtherRpc, Sim};
-use crate::model::{OpKind, OpState, PAGE};
+use crate::model::{File, OpKind, OpState, PAGE};
 use crate::pageset::PageSet;
 use crate::stats::OscCtr;
 
@@ -39,6 +39,16 @@ pub struct Callback {
     /// The holder's OSC for the object (kept so that a look for one OSC's callbacks passes the
     /// others without reading their files).
     pub osc: u32,
+}
+
+impl Callback {
+    /// The object pages of file pages [first, last] (one stripe chunk of `f`), if they overlap
+    /// this lock.
+    fn overlap(&self, f: &File, first: u64, last: u64) -> Option<(u64, u64)> {
+        let (stripe, start) = f.map(first);
+        let end = start + (last - first);
+        (stripe == self.stripe && start <= self.lock.end && end >= self.lock.start).then_some((start, end))
+    }
 }
 
 /// A thread's lock request queued at the OST (granted in order).
@@ -367,7 +377,7 @@ impl Sim {
             }
             // a write system call that has not committed all its pages holds its locks (its
             // cl_io has them in use), and so do pages being read: the cancel waits for them
-            if self.write_holds(&cb) || self.read_holds(&cb) {
+            if self.io_holds(&cb) {
                 i += 1;
                 continue;
             }
@@ -389,53 +399,46 @@ impl Sim {
         cancelled
     }
 
-    /// A write system call of the lock's client holds called-back lock `cb`: it has pages under
-    /// the lock copied and not yet committed, or holds its locks (`Op::locked`) for pages under
-    /// it that it copies next.
-    fn write_holds(&self, cb: &Callback) -> bool {
+    /// I/O of the lock's client holds called-back lock `cb`, and its cancel waits for it:
+    /// - a write system call with pages under the lock copied and not yet committed, or holding
+    ///   its locks (`Op::locked`) for pages under it that it copies next, but for pages a newer
+    ///   lock of the client covers (they are written under that one);
+    /// - pages under the lock being read (the cancel owns each page before it discards it,
+    ///   `osc_lock_discard_pages()`, and a page stays locked until its read is back), or a read
+    ///   granted the lock that has not begun the cl_io iteration that holds it yet.
+    ///
+    /// One pass over the client's threads serves both: it runs for every called-back lock at
+    /// every reply of its OSC.
+    fn io_holds(&self, cb: &Callback) -> bool {
         let f = &self.files[cb.file as usize];
-        self.clients[cb.lock.client as usize].threads.iter().any(|&tid| {
-            let Some(op) = self.threads[tid as usize].op.as_ref() else { return false };
-            if op.kind != OpKind::Write || op.file != cb.file {
-                return false;
-            }
-            // one cl_io iteration: a run of pages in one object
-            let (first, last) = if op.cursor < op.copied {
-                (op.cursor / PAGE, (op.copied - 1) / PAGE)
-            } else if op.locked && op.copied < op.offset + op.len {
-                crate::engine::next_batch(op, f)
-            } else {
-                return false;
-            };
-            let (stripe, start) = f.map(first);
-            let end = start + (last - first);
-            // pages that a newer lock of the client covers are written under that one
-            let newer = |l: &Lock| l.serves(cb.lock.client, start, end, true);
-            stripe == cb.stripe && start <= cb.lock.end && end >= cb.lock.start && !f.locks[stripe].iter().any(newer)
-        })
-    }
-
-    /// A read of the lock's client holds called-back lock `cb`: pages under it are being read
-    /// (the cancel owns each page before it discards it, `osc_lock_discard_pages()`, and a page
-    /// stays locked until its read is back), or a read was granted the lock and has not begun
-    /// the cl_io iteration that holds it yet.
-    fn read_holds(&self, cb: &Callback) -> bool {
-        let f = &self.files[cb.file as usize];
-        let client = cb.lock.client as usize;
-        // file pages [first, last], in one stripe chunk, overlap the lock
-        let under = |first: u64, last: u64| {
-            let (stripe, start) = f.map(first);
-            stripe == cb.stripe && start <= cb.lock.end && start + (last - first) >= cb.lock.start
-        };
-        f.on(client).reading.iter().any(|(&s, &(e, _))| under(s, e))
-            || self.clients[client].threads.iter().any(|&tid| {
-                let Some(op) = self.threads[tid as usize].op.as_ref() else { return false };
-                let granted = op.kind == OpKind::Read && op.file == cb.file && op.locked && op.state == OpState::WaitLock;
-                granted && {
-                    let (first, last) = crate::engine::read_iteration(op, f);
-                    under(first, last)
+        let client = cb.lock.client;
+        if f.on(client as usize).reading.iter().any(|(&s, &(e, _))| cb.overlap(f, s, e).is_some()) {
+            return true;
+        }
+        self.clients[client as usize].threads.iter().any(|&tid| {
+            let Some(op) = self.threads[tid as usize].op.as_ref().filter(|op| op.file == cb.file) else { return false };
+            match op.kind {
+                OpKind::Write => {
+                    // one cl_io iteration: a run of pages in one object
+                    let (first, last) = if op.cursor < op.copied {
+                        (op.cursor / PAGE, (op.copied - 1) / PAGE)
+                    } else if op.locked && op.copied < op.offset + op.len {
+                        crate::engine::next_batch(op, f)
+                    } else {
+                        return false;
+                    };
+                    cb.overlap(f, first, last)
+                        .is_some_and(|(start, end)| !f.locks[cb.stripe].iter().any(|l| l.serves(client, start, end, true)))
                 }
-            })
+                OpKind::Read => {
+                    let granted = op.locked && op.state == OpState::WaitLock;
+                    granted && {
+                        let (first, last) = crate::engine::read_iteration(op, f);
+                        cb.overlap(f, first, last).is_some()
+                    }
+                }
+            }
+        })
     }
 
     /// Grant the request, grown as the OST grows it ([`grown_extent`]).

@@ -62,7 +62,7 @@ impl Sim {
                     let grown = (ras.window + rpc_pages.max(p1 - p0 + 1)).min(per_file);
                     ras.window = if grown >= rpc_pages { grown - grown % rpc_pages } else { grown };
                 }
-                if ras.reads >= 1 && fsize_pages <= whole {
+                if whole_file {
                     ras.window = fsize_pages;
                 }
             }
@@ -227,7 +227,7 @@ impl Sim {
             op.waits = waits;
         }
         // a lock called back while the read waited to begin this iteration under it is held
-        // now by the pages being read, if any (`read_holds`)
+        // now by the pages being read, if any (`io_holds`)
         let f = &self.files[file];
         let osc_i = self.clients[client].oscs[f.osts[f.map(c0).0] as usize];
         self.release_callbacks(osc_i);
