@@ -116,6 +116,33 @@ def test_the_busy_osc_carries_data_and_the_others_are_idle(collected: tuple[Path
     assert (busy["llite_stats_read_bytes.samples_sum"] > 0).any()
 
 
+def test_a_run_can_record_another_tuner_s_configurations(tmp_path: Path) -> None:
+    """``record_run(tuner=...)`` puts that tuner in the loop (``benchmarks/fidelity`` replays the
+    real collector's sequence with it): each interval runs under what it wrote after the probe before it."""
+    from pfstune.sim.scenario import parse_scenario
+    from pfstune.tuners._base import Config, Context, Tuner
+
+    class Fixed(Tuner):
+        name = "fixed"
+
+        def suggest(self, context: Context) -> Config:
+            return {"max_pages_per_rpc": 32, "max_rpcs_in_flight": 64}
+
+        def state_dict(self) -> dict[str, Any]:
+            return {}
+
+        def load_state_dict(self, state: Any) -> None:
+            pass
+
+    table, result = pfstune.collect.record_run(parse_scenario(SCENARIO, "tiny.yaml"), 1, tuner=Fixed())
+    df = table.to_pandas()
+    assert df["observation_no"].max() == 6
+    # the agent writes after its first probe, at t = 0: every interval runs under the tuner's
+    assert (df[MPPR] == 32).all()
+    assert (df[MRIF] == 64).all()
+    assert result["mbps"] > 0
+
+
 def test_the_same_scenario_and_seed_give_the_same_bytes(
     collected: tuple[Path, Path, dict, list[float]], tmp_path: Path
 ) -> None:

@@ -495,6 +495,14 @@ impl Sim {
             if o.dirty_grant > held {
                 return Err(format!("{}: dirty grant {} above the {held} its pages and extents hold", o.name, o.dirty_grant));
             }
+            // the OST grants no more than the most a client asks for, counting all it holds
+            // (a mount's first chunk, at most 2 x 64 MiB, is far below)
+            if o.avail_grant + o.dirty_grant + o.lost_grant > MAX_UNDIRTY {
+                return Err(format!(
+                    "{}: grant {} + dirty grant {} + lost {} above {MAX_UNDIRTY}",
+                    o.name, o.avail_grant, o.dirty_grant, o.lost_grant
+                ));
+            }
             let writeback: u64 = o.objects.values().map(|oc| oc.writeback.len()).sum();
             if writeback != in_flight[i] {
                 return Err(format!("{}: pages under write-back {} != pages of write RPCs in flight {}", o.name, writeback, in_flight[i]));

@@ -63,9 +63,11 @@ fn seqwrite_is_absorbed_by_the_cache() {
     assert!(large.osc_write_bytes + dirty <= large.app_write_bytes + (16 << 20), "{large:?} + {dirty} dirty");
 }
 
-/// A fresh mount holds one grant chunk per OSC, and each write reply adds at most one more. A
-/// writer that copies faster than the replies bring grant waits for it, the longer the fewer
-/// the replies: 4 KiB RPCs ramp the grant within milliseconds, 4 MiB RPCs take seconds.
+/// A fresh mount holds one grant chunk per OSC, and each write reply adds at most one more, up
+/// to what the OSC asks for. 4 KiB RPCs ramp the grant within milliseconds, 4 MiB RPCs take
+/// seconds. But with 4 KiB RPCs every page is an extent of its own and holds a 24 KiB tax
+/// besides its 4 KiB, and the grant an OSC asks for counts both: its dirty pages stop at a
+/// seventh of the cap.
 #[test]
 fn fast_writers_wait_for_the_grant_of_a_fresh_mount() {
     let run = |mppr: &str, mrif: &str| {
@@ -75,45 +77,58 @@ fn fast_writers_wait_for_the_grant_of_a_fresh_mount() {
             .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(100 * GIB))
             .build();
         sim.run_until(SEC / 2);
-        let grant: u64 = sim.oscs.iter().map(|o| o.avail_grant + o.dirty_pages * 4096).sum();
-        (sim.totals(), grant)
+        sim.check_invariants().unwrap();
+        let o = sim.oscs.iter().max_by_key(|o| o.dirty_grant).expect("oscs");
+        (sim.totals(), o.avail_grant + o.dirty_grant, o.dirty_pages * 4096)
     };
-    let (small, small_grant) = run("1", "1");
-    let (large, large_grant) = run("1024", "8");
-    // 2.2 us per page: about 1.9 GB/s of 16 MiB writes into the cache when nothing stops them
-    assert!(small.app_write_bytes > 800 * MIB, "{small:?}");
-    assert!(large.app_write_bytes * 2 < small.app_write_bytes, "{large:?} vs {small:?}");
-    assert!(large_grant * 2 < small_grant, "grant held: 4 MiB RPCs {large_grant}, 4 KiB RPCs {small_grant}");
+    let cap = pfsim::model::MAX_UNDIRTY;
+    let (small, small_grant, small_dirty) = run("1", "1");
+    let (large, large_grant, _) = run("1024", "8");
+    assert!(small_grant > cap - 8 * MIB, "4 KiB RPCs: grant {small_grant} should reach the cap {cap}");
+    assert!(large_grant * 4 < small_grant * 3, "grant held: 4 MiB RPCs {large_grant}, 4 KiB RPCs {small_grant}");
+    assert!(small_dirty <= cap / 7 && small_dirty > cap / 8, "4 KiB extents: {small_dirty} dirty");
+    // the writer copies 16 MiB at a time: what the cache took or sent, and one copy more
+    assert!(small.app_write_bytes <= small_dirty + small.osc_write_bytes + 16 * MIB, "{small:?}");
+    assert!(small.app_write_bytes < 400 * MIB, "{small:?}");
+    assert!(large.app_write_bytes < 400 * MIB, "{large:?}");
 }
 
 /// An OSC asks for at most 1,792 MiB - 1 of grant (`o_undirty` under `OBD_MAX_GRANT`), so at
 /// the default `max_dirty_mb` (2000) a writer faster than its OST fills the cache to that much
-/// of grant and dirty pages together, not to 2000 MiB; DIAL's real clients never held more
-/// than 1,776 MiB dirty on an OSC. A smaller `max_dirty_mb` still bounds the dirty pages.
+/// of grant, the grant its dirty pages hold included, not to 2000 MiB; DIAL's real clients
+/// never held more than 1,776 MiB dirty on an OSC. A smaller `max_dirty_mb` still bounds the
+/// dirty pages. The taxes of small extents count too: 16 MiB random writes in 64 KiB extents
+/// (`max_pages_per_rpc` 16) hold 24 KiB more per 64 KiB, and their dirty pages stop at 64/88
+/// of the cap, where DIAL's random writers kept theirs.
 #[test]
 fn the_grant_an_osc_asks_for_caps_its_dirty_pages() {
-    let run = |max_dirty_mb: &str| {
+    let run = |workload: &str, mppr: &str, max_dirty_mb: &str| {
         let mut sim = Scenario::new()
             .duration_ns(22 * SEC)
             .disks(8_000_000) // 170 MB/s written: far slower than the writer
             .tunable("osc.max_dirty_mb", max_dirty_mb)
-            .job(Job::new("filebench.seqwrite", 16 * MIB).filesize(100 * GIB))
+            .tunable("osc.max_pages_per_rpc", mppr)
+            .job(Job::new(workload, 16 * MIB).filesize(100 * GIB))
             .build();
         let mut most = (0, 0);
         for step in 1..=80 {
             sim.run_until(step * SEC / 4);
             let o = sim.oscs.iter().max_by_key(|o| o.dirty_pages).expect("oscs");
-            most = most.max((o.avail_grant + o.dirty_pages * 4096, o.dirty_pages * 4096));
+            most = most.max((o.avail_grant + o.dirty_grant, o.dirty_pages * 4096));
         }
+        sim.check_invariants().unwrap();
         most
     };
     let cap = pfsim::model::MAX_UNDIRTY;
     assert_eq!(cap, 1792 * MIB - 1);
-    let (held, dirty) = run("2000");
-    assert!(held <= cap, "grant and dirty {held} above {cap}");
+    let (held, dirty) = run("filebench.seqwrite", "1024", "2000");
+    assert!(held <= cap, "grant and dirty grant {held} above {cap}");
     assert!(dirty > 1700 * MIB, "the writer should fill the cache: {dirty} dirty");
-    let (held, dirty) = run("1000");
+    let (held, dirty) = run("filebench.seqwrite", "1024", "1000");
     assert!(dirty <= 1000 * MIB && dirty > 900 * MIB, "{dirty} dirty ({held} with the grant)");
+    let (held, dirty) = run("filebench.randomwrite", "16", "2000");
+    assert!(held <= cap, "grant and dirty grant {held} above {cap}");
+    assert!(dirty <= cap / 88 * 64 && dirty > cap / 88 * 60, "64 KiB extents: {dirty} dirty");
 }
 
 /// `cur_dirty_grant_bytes` is the grant the dirty pages hold: a page each plus one 24 KiB

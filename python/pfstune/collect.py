@@ -243,16 +243,18 @@ def _float(value: object) -> float:
 
 
 def record_run(
-    scenario: Scenario, tuner_seed: int, scenario_file: str | None = None
+    scenario: Scenario, tuner_seed: int, scenario_file: str | None = None, tuner: Tuner | None = None
 ) -> tuple[pa.Table, dict[str, Any]]:
     """Run ``scenario`` with the agent and a ``random`` tuner seeded ``tuner_seed``; return its rows.
 
     Returns the table (:data:`SCHEMA`; ``iteration`` is the scenario's seed) and the engine's
     result (``pfstune sim run --json``).  Works in-process; :func:`collect` runs it on workers.
+    ``tuner``, when given, replaces the random one (``benchmarks/fidelity`` replays the real
+    collector's configurations with it).
     """
     engine = Engine(scenario)
     client_of = {osc: info["index"] for info in engine.clients() for osc in info["osc"]}
-    recorder = _Recorder(RandomTuner(seed=tuner_seed))
+    recorder = _Recorder(RandomTuner(seed=tuner_seed) if tuner is None else tuner)
     with SimBackend(engine) as backend:
         agent = Agent(backend, recorder, interval=scenario.probe_interval_ns / 1e9)
         agent.run(scenario.duration_ns / 1e9)

@@ -458,9 +458,14 @@ impl Sim {
             // the OST hands out more grant, at most one chunk per reply, up to what the
             // client asks for: max_pages_per_rpc x (max_rpcs_in_flight + 1) or max_dirty_mb,
             // but never more than MAX_UNDIRTY (the extent taxes Lustre adds to the request,
-            // 24 KiB per 128 MiB, are left out: they matter only under that cap)
+            // 24 KiB per 128 MiB, are left out: they matter only under that cap). What counts
+            // against it is all the grant the client holds: its available grant, what its
+            // dirty pages hold, a page each and a tax per extent (docs/pfsim.md, "Grant": DIAL's
+            // clients kept grant and dirty pages well under the cap while they wrote, as the
+            // taxes of their small extents took the rest), and the grant it lost but has not
+            // reported yet (o_dropped of its next bulk RPC)
             let want = ((osc.mppr * (osc.mrif as u64 + 1)).max(osc.max_dirty_pages) * PAGE).min(MAX_UNDIRTY);
-            let have = osc.avail_grant + osc.dirty_pages * PAGE;
+            let have = osc.avail_grant + osc.dirty_grant + osc.lost_grant;
             if want > have {
                 osc.avail_grant += (want - have).min(chunk_grant);
             }

@@ -358,9 +358,10 @@ impl Sim {
                 }
                 // osc_extent_finish() of an extent never sent: its grant is lost (reported back
                 // to the OST with the next RPC), but for one page borrowed by osc_free_grant()
+                // (what the extents hold: less where pages went in synchronously, without grant)
                 let pages: u64 = extents.iter().map(|(s, e)| e.pages(*s)).sum();
-                let lost = pages * PAGE + extents.len() as u64 * EXTENT_TAX;
-                osc.dirty_grant -= lost.min(osc.dirty_grant);
+                let lost = (pages * PAGE + extents.len() as u64 * EXTENT_TAX).min(osc.dirty_grant);
+                osc.dirty_grant -= lost;
                 osc.lost_grant += lost;
                 let borrow = PAGE + EXTENT_TAX;
                 if osc.avail_grant < borrow && osc.lost_grant >= borrow {
