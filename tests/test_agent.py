@@ -62,12 +62,13 @@ def test_iopathtune_changes_the_busy_osc_and_everything_is_restored(seqrw: Path)
         originals = _tunables(backend)
         agent = Agent(backend, IOPathTuneTuner(period=2.0), interval=0.5, listeners=[reports.append])
         summary = agent.run(duration=20.0)
-        during = _tunables(backend)
     assert summary.ticks == 41  # t = 0, 0.5, ..., 20 s
     assert summary.errors == 0
     changed = {osc for report in reports for osc in report.changes}
     assert changed, "IOPathTune changed nothing in 20 s with a 2 s period"
-    assert any(during[osc] != originals[osc] for osc in changed)
+    # the values in force moved away from the originals while it ran (IOPathTune may have come
+    # back to them by the end: it reverses when throughput drops)
+    assert any(report.configs[osc] != originals[osc] for report in reports for osc in changed if osc in report.configs)
     busy = max(reports[-1].mbps, key=reports[-1].mbps.get)  # type: ignore[arg-type]
     assert busy in changed
     idle = set(originals) - changed

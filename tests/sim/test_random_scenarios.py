@@ -88,8 +88,8 @@ def job(rng: random.Random, index: int, clients: int) -> dict[str, Any]:
 
 
 def scenario(rng: random.Random) -> dict[str, Any]:
-    """A random scenario of 1 to 4 clients and 1 to 4 jobs, sometimes with tunables at their bounds
-    and a small page cache."""
+    """A random scenario of 1 to 4 clients and 1 to 4 jobs, sometimes with tunables at their bounds,
+    a small page cache and a narrow read-ahead window."""
     clients = rng.randint(1, 4)
     doc: dict[str, Any] = {
         "name": "random",
@@ -100,6 +100,8 @@ def scenario(rng: random.Random) -> dict[str, Any]:
     }
     if rng.random() < 0.3:  # the node's page cache, down to less than a few reads' read-ahead
         doc["cluster"]["client_page_cache"] = rng.choice(["none", "64m", "850m"])
+    if rng.random() < 0.3:  # the read-ahead window at mount, down to one 4 MiB RPC
+        doc["cluster"]["client_read_ahead_per_file"] = rng.choice(["default", "4m", "40m"])
     choices = {
         "osc.max_pages_per_rpc": [1, 2, 16, 256, 1024],
         "osc.max_rpcs_in_flight": [1, 2, 8, 64, 256],

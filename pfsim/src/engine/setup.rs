@@ -79,7 +79,10 @@ impl Sim {
             // cfg_instance is the super_block pointer: a kernel address, different per mount
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
             let ra_max = (ram_pages / 32).min(1024 * PAGES_PER_MIB);
-            let ra_file = (ra_max / 4).min(256 * PAGES_PER_MIB);
+            let ra_file = match c.client_read_ahead_per_file_bytes {
+                Some(b) => (b.div_ceil(1 << 20) * PAGES_PER_MIB).min(ra_max),
+                None => (ra_max / 4).min(256 * PAGES_PER_MIB),
+            };
             let mut client = Client {
                 index: ci,
                 instance,

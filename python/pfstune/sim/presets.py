@@ -41,6 +41,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # what DIAL's clients kept of the files they read (docs/calibration.md, "The real
         # clients' page cache")
         client_page_cache="850m",
+        # what DIAL's sequential readers kept in flight: about 40 MiB of RPCs whatever their size
+        # (docs/calibration.md, "The real clients' read-ahead window")
+        client_read_ahead_per_file="40m",
         oss=4, osts_per_oss=2, oss_threads=256,
         net_bandwidth="2800m", net_stream_bandwidth="700m", net_latency="25us",
         ost_kind="ssd", ost_read_bw="500m", ost_write_bw="300m", ost_read_latency="20us",
@@ -59,6 +62,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         ),
         lustre_version="2.15.5", fsname="lustre", clients=5, client_ram="192g", client_cpus=20,
         client_page_cache="none",  # no data on IOPathTune's clients: Lustre's max_cached_mb alone
+        client_read_ahead_per_file="default",  # nor on their read-ahead: Lustre's default
         oss=4, osts_per_oss=1, oss_threads=128,
         net_bandwidth="1150m", net_stream_bandwidth="350m", net_latency="30us",
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
@@ -104,6 +108,13 @@ _rate = bounded(positive(parse_rate), "1k (bytes/s)", low=1000.0)
 _delay = bounded(parse_duration, "10s", high=10 * 10**9)
 
 
+def _read_ahead_per_file(value: object) -> int | None:
+    """``max_read_ahead_per_file_mb`` at mount: a size, or ``default`` (Lustre's, up to 256 MiB)."""
+    if isinstance(value, str) and value.lower() == "default":
+        return None
+    return positive(parse_size)(value)
+
+
 def _page_cache(value: object) -> int | None:
     """Clean file data the node's page cache keeps: a size, or ``none`` (Lustre's ``max_cached_mb`` alone)."""
     if isinstance(value, str) and value.lower() == "none":
@@ -126,6 +137,7 @@ FIELDS: dict[str, Field] = {
     "clients": Field(integer(1), "clients"),
     "client_ram": Field(positive(parse_size), "client_ram_bytes"),
     "client_page_cache": Field(_page_cache, "client_page_cache_bytes"),
+    "client_read_ahead_per_file": Field(_read_ahead_per_file, "client_read_ahead_per_file_bytes"),
     "client_cpus": Field(integer(1, 4096), "client_cpus"),
     "oss": Field(integer(1), "oss"),
     "osts_per_oss": Field(integer(1), "osts_per_oss"),
