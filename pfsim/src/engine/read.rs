@@ -202,6 +202,12 @@ impl Sim {
                 ready.push((batch, ch, t));
             }
         }
+        // the thread sets up every page of the iteration before the queue goes to the OSCs
+        // (`ll_io_read_page()` -> `ll_readahead()` fills it, then `cl_io_submit_rw()`), so its
+        // batches leave together, not one by one as they are set up
+        for r in &mut ready {
+            r.2 = t;
+        }
         for (s, e) in ra_runs {
             for (ch, pages, batch, opens) in self.make_chunks(client, file as u32, s, e, true, None, &mut batches) {
                 let workers = &mut self.clients[client].ra_workers;

@@ -49,7 +49,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         ost_kind="ssd", ost_read_bw="500m", ost_write_bw="300m", ost_read_latency="20us",
         ost_write_latency="20us", ost_random_penalty="400us", ost_channels=8, ost_stripe="128k",
         ost_capacity="440g", ost_rpm=0, ost_scheduler="none",
-        oss_service_time="20us", client_rpc_cost="12us", client_page_cost="10us", client_extent_cost="5us",
+        # 3 us a page read: the thread sets up all of a read's pages before its RPCs leave
+        # (docs/calibration.md, "A read's RPCs leave together")
+        oss_service_time="20us", client_rpc_cost="12us", client_page_cost="3us", client_extent_cost="5us",
         client_syscall_cost="10us", client_write_page_cost="2.2us",
         brw_size="4m",
     ),
@@ -68,7 +70,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
         ost_write_latency="200us", ost_random_penalty="8ms", ost_channels=1, ost_stripe="1m",
         ost_capacity="931g", ost_rpm=7200, ost_scheduler="mq-deadline",
-        oss_service_time="25us", client_rpc_cost="15us", client_page_cost="10us", client_extent_cost="5us",
+        oss_service_time="25us", client_rpc_cost="15us", client_page_cost="3us", client_extent_cost="5us",
         client_syscall_cost="10us", client_write_page_cost="2.2us",
         brw_size="4m",
     ),
