@@ -49,8 +49,9 @@ pub struct ClusterConfig {
     /// dropped for it: the kernel reclaims clean pages only.
     #[serde(default)]
     pub client_page_cache_bytes: Option<u64>,
-    /// `llite.max_read_ahead_per_file_mb` at mount, bytes, rounded up to whole MiB and held
-    /// under `max_read_ahead_mb` (None: Lustre's default, max_read_ahead_mb / 4 up to 256 MiB).
+    /// `llite.max_read_ahead_per_file_mb` at mount, bytes, rounded up to whole MiB; above
+    /// `max_read_ahead_mb` the scenario is refused (None: Lustre's default, max_read_ahead_mb / 4
+    /// up to 256 MiB).
     /// The async read-ahead threshold starts at it too, as `ll_init_sbi()` sets it.
     #[serde(default)]
     pub client_read_ahead_per_file_bytes: Option<u64>,

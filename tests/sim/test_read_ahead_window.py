@@ -87,5 +87,8 @@ def test_the_field_takes_a_size_or_default() -> None:
     assert PRESETS["cloudlab-c220g5"]["client_read_ahead_per_file"] == "default"
     with pytest.raises(ScenarioError, match=r"cluster\.client_read_ahead_per_file"):
         engine("0")
-    # above max_read_ahead_mb the window is held to it, as Lustre refuses a larger one
-    assert llite_value(engine("4g"), "max_read_ahead_per_file_mb") == 1024
+    # above max_read_ahead_mb (1024 MiB on a 128 GiB node) Lustre refuses the window
+    assert llite_value(engine("1g"), "max_read_ahead_per_file_mb") == 1024
+    refused = r"cluster\.client_read_ahead_per_file: 1025 MiB is above max_read_ahead_mb \(1024 MiB"
+    with pytest.raises(ScenarioError, match=refused):
+        engine("1025m")

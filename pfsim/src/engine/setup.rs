@@ -13,6 +13,7 @@ impl Sim {
         let c = cfg.cluster.clone();
         let n_ost = (c.oss * c.osts_per_oss) as u32;
         check_memory(&cfg, n_ost as u64)?;
+        check_read_ahead(&c)?;
         let mut rng = Rng::new(cfg.seed);
         // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
         let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
@@ -80,7 +81,7 @@ impl Sim {
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
             let ra_max = (ram_pages / 32).min(1024 * PAGES_PER_MIB);
             let ra_file = match c.client_read_ahead_per_file_bytes {
-                Some(b) => (b.div_ceil(1 << 20) * PAGES_PER_MIB).min(ra_max),
+                Some(b) => b.div_ceil(1 << 20) * PAGES_PER_MIB, // within ra_max: check_read_ahead
                 None => (ra_max / 4).min(256 * PAGES_PER_MIB),
             };
             let mut client = Client {
@@ -404,6 +405,20 @@ fn object_bytes(size: u64, unit: u64, count: u64, i: u64) -> u64 {
 /// state for every client and each thread some for every file it works on, so a typo such as
 /// `clients: 10000000` would otherwise swap, or be killed, minutes into set-up. The figure is a
 /// lower bound of what set-up allocates.
+/// A read-ahead window set at mount must fit under `max_read_ahead_mb` (RAM / 32, up to
+/// 1 GiB), as Lustre refuses a larger `max_read_ahead_per_file_mb` (ERANGE).
+fn check_read_ahead(c: &crate::config::ClusterConfig) -> Result<(), String> {
+    let Some(bytes) = c.client_read_ahead_per_file_bytes else { return Ok(()) };
+    let ra_max_mib = (c.client_ram_bytes / PAGE / 32).min(1024 * PAGES_PER_MIB) / PAGES_PER_MIB;
+    let mib = bytes.div_ceil(1 << 20);
+    if mib <= ra_max_mib {
+        return Ok(());
+    }
+    Err(format!(
+        "cluster.client_read_ahead_per_file: {mib} MiB is above max_read_ahead_mb ({ra_max_mib} MiB: the node's RAM / 32, up to 1024), which Lustre refuses"
+    ))
+}
+
 fn check_memory(cfg: &Config, n_ost: u64) -> Result<(), String> {
     const OSC_BYTES: u64 = std::mem::size_of::<Osc>() as u64 + 64; // and its name
     const CLIENT_BYTES: u64 = std::mem::size_of::<Client>() as u64 + 2 * std::mem::size_of::<Link>() as u64;
