@@ -9,14 +9,13 @@ and an administrator's write changes it as on any client.
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from pfstune.errors import ScenarioError
 from pfstune.sim.engine import Engine
 from pfstune.sim.presets import PRESETS, resolve_field
 from pfstune.sim.scenario import parse_scenario
+from tests.sim._osc_stats import read_rpcs_in_flight
 
 MIB = 2**20
 SEQREAD = "{name: r, client: 0, workload: filebench.seqread, iosize: 1m, filesize: 10g, stripe_count: 1}"
@@ -41,17 +40,8 @@ def llite_value(e: Engine, name: str) -> int:
 def mib_in_flight(e: Engine) -> float:
     """Mean read RPCs in flight at each send (``req_active`` of the busy OSC) x the RPC size, MiB."""
     e.run()
-    best = 0.0
-    for p in e.list_params(0):
-        if not (p.name.startswith("osc.") and p.name.endswith(".stats")):
-            continue
-        text = e.get_param(0, p.name)
-        active = re.search(r"^req_active\s+(\d+) samples \[reqs\]\s+\d+\s+\d+\s+(\d+)", text, re.M)
-        read = re.search(r"^read_bytes\s+(\d+) samples \[bytes\]\s+\d+\s+\d+\s+(\d+)", text, re.M)
-        if active and read and int(read.group(1)):
-            per_rpc = int(read.group(2)) / int(read.group(1))
-            best = max(best, int(active.group(2)) / int(active.group(1)) * per_rpc / MIB)
-    return best
+    in_flight, rpc_bytes = read_rpcs_in_flight(e)
+    return in_flight * rpc_bytes / MIB
 
 
 def test_the_preset_mounts_a_40_mib_window_and_the_llite_file_shows_it() -> None:

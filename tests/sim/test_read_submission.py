@@ -10,12 +10,11 @@ leave together").
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import parse_scenario
+from tests.sim._osc_stats import read_rpcs_in_flight
 
 MIB = 2**20
 
@@ -31,14 +30,8 @@ def mean_in_flight_at_send(mppr: int) -> tuple[float, float]:
     )
     e = Engine(parse_scenario(text, "burst.yaml"))
     e.run()
-    for p in e.list_params(0):
-        if p.name.startswith("osc.") and p.name.endswith(".stats"):
-            stats = e.get_param(0, p.name)
-            read = re.search(r"^read_bytes\s+(\d+) samples \[bytes\]\s+\d+\s+\d+\s+(\d+)", stats, re.M)
-            active = re.search(r"^req_active\s+(\d+) samples \[reqs\]\s+\d+\s+\d+\s+(\d+)", stats, re.M)
-            if read and active and int(read.group(1)) > 100:
-                return int(active.group(2)) / int(active.group(1)), int(read.group(2)) / int(read.group(1)) / MIB
-    raise AssertionError("no OSC read anything")
+    in_flight, rpc_bytes = read_rpcs_in_flight(e)
+    return in_flight, rpc_bytes / MIB
 
 
 @pytest.mark.parametrize(("mppr", "rpcs_per_read"), [(256, 16), (1024, 4)])

@@ -79,7 +79,7 @@ impl Sim {
         for ci in 0..c.clients as u32 {
             // cfg_instance is the super_block pointer: a kernel address, different per mount
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
-            let ra_max = (ram_pages / 32).min(1024 * PAGES_PER_MIB);
+            let ra_max = read_ahead_max_pages(c.client_ram_bytes);
             let ra_file = match c.client_read_ahead_per_file_bytes {
                 Some(b) => b.div_ceil(1 << 20) * PAGES_PER_MIB, // within ra_max: check_read_ahead
                 None => (ra_max / 4).min(256 * PAGES_PER_MIB),
@@ -400,16 +400,16 @@ fn object_bytes(size: u64, unit: u64, count: u64, i: u64) -> u64 {
     (size / row).saturating_mul(unit).saturating_add(tail)
 }
 
-/// Refuse a scenario whose simulator state cannot fit in this machine's memory, before
-/// allocating it: each client holds one OSC per OST (~0.4 KiB each), each file keeps a little
-/// state for every client and each thread some for every file it works on, so a typo such as
-/// `clients: 10000000` would otherwise swap, or be killed, minutes into set-up. The figure is a
-/// lower bound of what set-up allocates.
-/// A read-ahead window set at mount must fit under `max_read_ahead_mb` (RAM / 32, up to
-/// 1 GiB), as Lustre refuses a larger `max_read_ahead_per_file_mb` (ERANGE).
+/// Lustre's `max_read_ahead_mb` at mount, in pages: RAM / 32, up to 1 GiB (`ll_init_sbi()`).
+fn read_ahead_max_pages(ram_bytes: u64) -> u64 {
+    (ram_bytes / PAGE / 32).min(1024 * PAGES_PER_MIB)
+}
+
+/// A read-ahead window set at mount must fit under `max_read_ahead_mb`, as Lustre refuses a
+/// larger `max_read_ahead_per_file_mb` (ERANGE).
 fn check_read_ahead(c: &crate::config::ClusterConfig) -> Result<(), String> {
     let Some(bytes) = c.client_read_ahead_per_file_bytes else { return Ok(()) };
-    let ra_max_mib = (c.client_ram_bytes / PAGE / 32).min(1024 * PAGES_PER_MIB) / PAGES_PER_MIB;
+    let ra_max_mib = read_ahead_max_pages(c.client_ram_bytes) / PAGES_PER_MIB;
     let mib = bytes.div_ceil(1 << 20);
     if mib <= ra_max_mib {
         return Ok(());
@@ -419,6 +419,11 @@ fn check_read_ahead(c: &crate::config::ClusterConfig) -> Result<(), String> {
     ))
 }
 
+/// Refuse a scenario whose simulator state cannot fit in this machine's memory, before
+/// allocating it: each client holds one OSC per OST (~0.4 KiB each), each file keeps a little
+/// state for every client and each thread some for every file it works on, so a typo such as
+/// `clients: 10000000` would otherwise swap, or be killed, minutes into set-up. The figure is a
+/// lower bound of what set-up allocates.
 fn check_memory(cfg: &Config, n_ost: u64) -> Result<(), String> {
     const OSC_BYTES: u64 = std::mem::size_of::<Osc>() as u64 + 64; // and its name
     const CLIENT_BYTES: u64 = std::mem::size_of::<Client>() as u64 + 2 * std::mem::size_of::<Link>() as u64;

@@ -110,18 +110,21 @@ _rate = bounded(positive(parse_rate), "1k (bytes/s)", low=1000.0)
 _delay = bounded(parse_duration, "10s", high=10 * 10**9)
 
 
-def _read_ahead_per_file(value: object) -> int | None:
-    """``max_read_ahead_per_file_mb`` at mount: a size, or ``default`` (Lustre's, up to 256 MiB)."""
-    if isinstance(value, str) and value.lower() == "default":
-        return None
-    return positive(parse_size)(value)
+def _size_or(word: str) -> Callable[[object], int | None]:
+    """A positive size, or ``word`` for None (the engine then keeps Lustre's own limit)."""
+
+    def convert(value: object) -> int | None:
+        if isinstance(value, str) and value.lower() == word:
+            return None
+        return positive(parse_size)(value)
+
+    return convert
 
 
-def _page_cache(value: object) -> int | None:
-    """Clean file data the node's page cache keeps: a size, or ``none`` (Lustre's ``max_cached_mb`` alone)."""
-    if isinstance(value, str) and value.lower() == "none":
-        return None
-    return positive(parse_size)(value)
+# clean file data the node's page cache keeps (``none``: Lustre's ``max_cached_mb`` alone)
+_page_cache = _size_or("none")
+# ``max_read_ahead_per_file_mb`` at mount (``default``: Lustre's, up to 256 MiB)
+_read_ahead_per_file = _size_or("default")
 
 
 @dataclass(frozen=True)
