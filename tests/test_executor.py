@@ -82,3 +82,24 @@ def test_ctrl_c_twice_stops_a_sweep_at_once(tmp_path: Path) -> None:
         raise AssertionError("still running 20 s after two Ctrl-C") from None
     assert process.returncode in (130, -signal.SIGINT), err
     assert "Traceback" not in err
+
+
+def test_a_failure_leaves_no_pool_thread_for_the_exit_handler_to_race() -> None:
+    """A run's error ends the pool before it reaches the caller.
+
+    CPython 3.11's exit handler wakes each process pool's manager thread through a pipe that the
+    thread closes as it ends; a thread still ending at exit made the two race, and a user's
+    one-line error came with an OSError traceback (EBADF) from the interpreter's shutdown.
+    """
+    managers: list[threading.Thread] = []
+
+    def fail_in_a_pool() -> None:
+        with open_executor(jobs=2) as pool:
+            assert list(pool.map(int, ["1", "2"])) == [1, 2]  # workers and manager thread running
+            managers.append(pool._executor_manager_thread)  # type: ignore[attr-defined]
+            raise ValueError("not a number")
+
+    with pytest.raises(ValueError, match="not a number"):
+        fail_in_a_pool()
+    assert managers[0] is not None
+    assert not managers[0].is_alive()

@@ -25,6 +25,8 @@ T = TypeVar("T")
 
 #: How long to wait for a Dask scheduler to answer before giving up.
 CONNECT_TIMEOUT_S = 10
+#: How long a failed local pool's manager thread may take to end (its workers are killed).
+MANAGER_EXIT_S = 10
 
 
 @contextmanager
@@ -43,6 +45,7 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Iter
             # Ctrl-C (or an error): do not wait for the runs in progress, which a second Ctrl-C
             # would interrupt half-way and leave the interpreter's exit waiting on the workers
             workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+            manager = getattr(pool, "_executor_manager_thread", None)  # and its manager thread
             pool.shutdown(wait=False, cancel_futures=True)
             # the pool's manager thread then finds its workers gone and fails the cancelled
             # futures, which raises InvalidStateError in that thread (CPython 3.11's
@@ -50,6 +53,11 @@ def open_executor(jobs: int | None = None, scheduler: str | None = None) -> Iter
             threading.excepthook = _quiet_invalid_state(threading.excepthook)
             for process in workers:
                 process.terminate()
+            # let that thread end before the error goes on: at exit CPython 3.11 wakes it through
+            # a pipe it closes as it ends, and the two racing printed an EBADF traceback under
+            # the user's one-line error
+            if manager is not None:
+                manager.join(timeout=MANAGER_EXIT_S)
             raise
         pool.shutdown(wait=True)
         return
