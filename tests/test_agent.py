@@ -489,3 +489,20 @@ def test_counters_that_went_back_reach_the_tuner_in_no_interval(
     warnings = [r.getMessage() for r in caplog.records if "went back" in r.getMessage()]
     assert len(warnings) == 2  # once per event: the OSC read cleanly in between
     assert all(w.startswith(f"{_BUSY}: statistics went back since the last probe") for w in warnings)
+
+
+class _PickyTuner(DefaultTuner):
+    """A tuner that knows only 1 s probes."""
+
+    def interval_warning(self, seconds: float) -> str | None:
+        return None if seconds == 1.0 else f"picky: not every {seconds:g} s"
+
+
+def test_the_agent_passes_on_once_what_its_tuner_says_of_the_interval(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="pfstune.agent"):
+        agent = Agent(_SlowBackend(cost=0.0), _PickyTuner(), interval=2.0)
+        for _ in range(3):
+            agent.tick()
+        Agent(_SlowBackend(cost=0.0), _PickyTuner(), interval=1.0)
+    assert caplog.text.count("picky: not every 2 s") == 1
+    assert "not every 1 s" not in caplog.text

@@ -112,6 +112,8 @@ class Agent:
         self.backend = backend
         self.tuner = tuner
         self.interval = interval
+        if (warning := tuner.interval_warning(interval)) is not None:
+            log.warning(warning)
         self.osc_glob = osc_glob
         self.listeners = list(listeners or [])
         self.summary = AgentSummary()

@@ -239,3 +239,16 @@ def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_a_model_records_the_probe_intervals_it_learned_from() -> None:
+    pairs = synthetic_pairs(2000)
+    pairs["actual_record_duration"] = np.linspace(0.9, 1.3, len(pairs))
+    pairs.loc[pairs.index[:10], "actual_record_duration"] = 0.0  # an idle interval says nothing
+    model = GBDTModel(num_boost_round=5)
+    model.fit(pairs)
+    busy = pairs["actual_record_duration"].to_numpy()[10:]
+    assert model.metadata["training"]["interval_s"] == {
+        "p5": pytest.approx(np.percentile(busy, 5), abs=1e-4),
+        "p95": pytest.approx(np.percentile(busy, 95), abs=1e-4),
+    }

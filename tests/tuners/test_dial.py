@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -371,3 +372,23 @@ def test_dial_with_a_stand_in_model_conforms(score: str, guard: float, idle: str
             predictor=_Table(lambda c: 0.9 if c["max_rpcs_in_flight"] <= 32 else 0.3),
         )
     )
+
+
+class _Learned(_Table):
+    """A stand-in model whose metadata says it learned from intervals of 1.0-1.1 s."""
+
+    metadata: ClassVar[dict[str, object]] = {"training": {"interval_s": {"p5": 1.0, "p95": 1.1}}}
+
+
+def test_a_probe_interval_outside_those_the_model_learned_from_is_named() -> None:
+    shipped = DialTuner()  # DIAL's data: probes every 0.5 s (0.51-0.64 s recorded)
+    assert shipped.interval_warning(0.5) is None
+    assert shipped.interval_warning(0.7) is None
+    for seconds in (0.25, 1.0, 2.0):
+        message = shipped.interval_warning(seconds)
+        assert message is not None
+        assert f"every {seconds:g} s" in message
+        assert "probe every 0.5 s" in message
+    own = DialTuner(predictor=_Learned(lambda c: 0.5))  # a model trained on other data says so itself
+    assert own.interval_warning(1.0) is None
+    assert own.interval_warning(0.5) is not None

@@ -174,7 +174,8 @@ class GBDTModel(Model):
             boosters[op] = lgb.train(self.params, data, num_boost_round=self.num_boost_round)
         self._boosters = boosters
         self._forests = {}
-        self._metadata = self._describe(counts, positives, dict(provenance or {}))
+        provenance = {**(provenance or {}), "interval_s": _interval_range(pairs)}
+        self._metadata = self._describe(counts, positives, provenance)
 
     def predict_proba(self, op: str, features: pd.DataFrame, candidates: Sequence[Config]) -> FloatArray:
         """P(improvement) of every (OSC row, candidate), shape (rows, candidates).
@@ -355,6 +356,18 @@ class GBDTModel(Model):
                 **provenance,
             },
         }
+
+
+def _interval_range(pairs: pd.DataFrame) -> dict[str, float] | None:
+    """The 5th and 95th percentiles of the training intervals' length, s: the features count per
+    interval, so a model knows only the probe intervals it learned from (None without them)."""
+    column = "actual_record_duration"
+    seconds = pairs[column].to_numpy(dtype=np.float64) if column in pairs else np.empty(0)
+    seconds = seconds[np.isfinite(seconds) & (seconds > 0)]
+    if not len(seconds):
+        return None
+    low, high = np.percentile(seconds, [5, 95])
+    return {"p5": round(float(low), 4), "p95": round(float(high), 4)}
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:

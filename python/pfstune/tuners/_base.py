@@ -74,6 +74,10 @@ class Tuner(ABC):
     def forget(self, osc: str) -> None:  # noqa: B027
         """Drop what is known about ``osc`` (the device went away)."""
 
+    def interval_warning(self, seconds: float) -> str | None:
+        """Why probing every ``seconds`` misleads this tuner, for the agent to log once; None if it does not."""
+        return None
+
     def state_dict(self) -> dict[str, Any]:
         """Everything learned, as JSON-serialisable data (default: nothing)."""
         return {}

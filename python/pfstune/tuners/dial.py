@@ -88,6 +88,12 @@ _DIRTY = "cur_dirty_bytes"
 _RPC_WRITTEN = "ost_write_rpc_bytes_data.samples_sum"
 _APP_WRITTEN = "llite_stats_write_bytes.samples_sum"
 
+#: The probe intervals of DIAL's data (5th and 95th percentiles of the dev file's busy
+#: ``actual_record_duration``, s), for a model whose metadata does not say what it learned from.
+DIAL_INTERVALS_S = {"p5": 0.511, "p95": 0.639}
+#: How far outside the learned intervals the agent may probe before it is warned.
+INTERVAL_SLACK = 0.2
+
 #: DIAL's candidate grid: max_pages_per_rpc 2^0..2^10 x max_rpcs_in_flight 2^0..2^8.
 DIAL99: tuple[Config, ...] = tuple(
     {"max_pages_per_rpc": 2**i, "max_rpcs_in_flight": 2**j} for i in range(11) for j in range(9)
@@ -397,6 +403,19 @@ class DialTuner(Tuner):
         self._last.pop(osc, None)
         self._banned.pop(osc, None)
         self._after_idle.discard(osc)
+
+    def interval_warning(self, seconds: float) -> str | None:
+        """A probe interval well outside those the model learned from: its features count per interval."""
+        known = getattr(self.predictor, "metadata", {}).get("training", {}).get("interval_s") or DIAL_INTERVALS_S
+        low, high = known["p5"], known["p95"]
+        if low * (1 - INTERVAL_SLACK) <= seconds <= high * (1 + INTERVAL_SLACK):
+            return None
+        return (
+            f"dial: the agent probes every {seconds:g} s, but the model learned from intervals of "
+            f"{low:g}-{high:g} s; its features count per interval, so it sees values it never learned "
+            f"from (probe every {round(low, 1) or low:g} s: the agent's --interval, a scenario's "
+            "probe_interval; or train a model on data collected at this interval)"
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """The originals per OSC, and the released scores' memory (the model is its own directory)."""
