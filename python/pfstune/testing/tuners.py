@@ -167,8 +167,18 @@ def check_tuner(factory: Callable[[], Tuner]) -> None:
         check_independent_oscs,
         check_forget_starts_afresh,
         check_batch_agrees,
+        check_interval_warning,
     ):
         check(factory)
+
+
+def check_interval_warning(factory: Callable[[], Tuner]) -> None:
+    """What it says of a probe interval is None or one line, and nothing at the agent's default 0.5 s."""
+    tuner = factory()
+    assert tuner.interval_warning(0.5) is None, "the agent's default interval must suit every tuner"
+    for seconds in (0.01, 2.0, 60.0):
+        said = tuner.interval_warning(seconds)
+        assert said is None or (isinstance(said, str) and said and "\n" not in said), f"{said!r} at {seconds} s"
 
 
 def check_bounds_and_types(factory: Callable[[], Tuner]) -> None:
