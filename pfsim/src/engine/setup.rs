@@ -13,7 +13,9 @@ impl Sim {
         let c = cfg.cluster.clone();
         let n_ost = (c.oss * c.osts_per_oss) as u32;
         check_memory(&cfg, n_ost as u64)?;
-        check_read_ahead(&c)?;
+        // every client mounts with the same read-ahead limits (the same RAM)
+        let ra_max = read_ahead_max_pages(c.client_ram_bytes);
+        let ra_file = read_ahead_per_file_pages(&c, ra_max)?;
         let mut rng = Rng::new(cfg.seed);
         // 2.15.0/2.15.1 print a monotonic (since boot) clock and never initialise ls_init
         let t0 = if style == TextStyle::V2_15_0 { 0 } else { cfg.start_epoch_ns };
@@ -79,11 +81,6 @@ impl Sim {
         for ci in 0..c.clients as u32 {
             // cfg_instance is the super_block pointer: a kernel address, different per mount
             let instance = 0xffff_8800_0000_0000u64 | ((rng.below(1 << 30)) << 12);
-            let ra_max = read_ahead_max_pages(c.client_ram_bytes);
-            let ra_file = match c.client_read_ahead_per_file_bytes {
-                Some(b) => b.div_ceil(1 << 20) * PAGES_PER_MIB, // within ra_max: check_read_ahead
-                None => (ra_max / 4).min(256 * PAGES_PER_MIB),
-            };
             let mut client = Client {
                 index: ci,
                 instance,
@@ -405,17 +402,20 @@ fn read_ahead_max_pages(ram_bytes: u64) -> u64 {
     (ram_bytes / PAGE / 32).min(1024 * PAGES_PER_MIB)
 }
 
-/// A read-ahead window set at mount must fit under `max_read_ahead_mb`, as Lustre refuses a
-/// larger `max_read_ahead_per_file_mb` (ERANGE).
-fn check_read_ahead(c: &crate::config::ClusterConfig) -> Result<(), String> {
-    let Some(bytes) = c.client_read_ahead_per_file_bytes else { return Ok(()) };
-    let ra_max_mib = read_ahead_max_pages(c.client_ram_bytes) / PAGES_PER_MIB;
+/// `max_read_ahead_per_file_mb` at mount, in pages: the preset's window in whole MiB, or Lustre's
+/// default (`max_read_ahead_mb` / 4, up to 256 MiB). A window above `max_read_ahead_mb` is refused,
+/// as Lustre refuses it (ERANGE).
+fn read_ahead_per_file_pages(c: &crate::config::ClusterConfig, ra_max: u64) -> Result<u64, String> {
+    let Some(bytes) = c.client_read_ahead_per_file_bytes else {
+        return Ok((ra_max / 4).min(256 * PAGES_PER_MIB));
+    };
     let mib = bytes.div_ceil(1 << 20);
-    if mib <= ra_max_mib {
-        return Ok(());
+    if mib * PAGES_PER_MIB <= ra_max {
+        return Ok(mib * PAGES_PER_MIB);
     }
     Err(format!(
-        "cluster.client_read_ahead_per_file: {mib} MiB is above max_read_ahead_mb ({ra_max_mib} MiB: the node's RAM / 32, up to 1024), which Lustre refuses"
+        "cluster.client_read_ahead_per_file: {mib} MiB is above max_read_ahead_mb ({} MiB: the node's RAM / 32, up to 1024), which Lustre refuses",
+        ra_max / PAGES_PER_MIB
     ))
 }
 
