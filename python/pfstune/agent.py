@@ -31,6 +31,9 @@ from pfstune.tuners._base import TUNED_PARAMS, Config, Context, Tuner
 
 log = logging.getLogger("pfstune.agent")
 
+#: The tuners' interval warnings already logged by this process (:class:`Agent`).
+_SAID: set[str] = set()
+
 
 @dataclass
 class TickReport:
@@ -112,7 +115,9 @@ class Agent:
         self.backend = backend
         self.tuner = tuner
         self.interval = interval
-        if (warning := tuner.interval_warning(interval)) is not None:
+        if (warning := tuner.interval_warning(interval)) is not None and warning not in _SAID:
+            # once per process: a benchmark's worker builds one agent per run, with the same words
+            _SAID.add(warning)
             log.warning(warning)
         self.osc_glob = osc_glob
         self.listeners = list(listeners or [])
