@@ -55,6 +55,11 @@ pub struct ClusterConfig {
     /// The async read-ahead threshold starts at it too, as `ll_init_sbi()` sets it.
     #[serde(default)]
     pub client_read_ahead_per_file_bytes: Option<u64>,
+    /// Grant every OSC holds when the run starts, bytes: a client that has written recently
+    /// (None: what an OST grants at connect, 2 x (`brw_size` + the extent tax)). At most
+    /// `MAX_UNDIRTY`, the most an OSC asks for.
+    #[serde(default)]
+    pub client_grant_bytes: Option<u64>,
     pub client_cpus: u32,
     pub oss: usize,
     pub osts_per_oss: usize,
@@ -239,6 +244,9 @@ impl Config {
         }
         if c.brw_size_bytes < 4096 || c.brw_size_bytes > 64 << 20 || !c.brw_size_bytes.is_power_of_two() {
             return Err("brw_size must be a power of two between 4 KiB and 64 MiB".into());
+        }
+        if c.client_grant_bytes.is_some_and(|g| g > crate::model::MAX_UNDIRTY) {
+            return Err(format!("client_grant must be at most {} bytes, the most an OSC asks for", crate::model::MAX_UNDIRTY));
         }
         if self.probe_interval_ns == 0 {
             return Err("probe_interval must be positive".into());

@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use pfsim::config::Config;
 use pfsim::stats::OscCtr;
 use pfsim::Sim;
 
@@ -582,6 +583,41 @@ fn cur_grant_bytes_only_shrinks() {
     assert_eq!(value(&sim, "osc.cur_grant_bytes"), "1048576", "one 1 MiB RPC");
     assert_eq!(set(&mut sim, "osc.cur_grant_bytes", "abc"), Err(EINVAL));
     assert_eq!(set(&mut sim, "osc.cur_grant_bytes", "1m"), Err(EINVAL));
+}
+
+/// A client that has written recently holds more than the connect grant: `client_grant` starts
+/// every OSC with it, it can be shrunk as any grant, and above the most an OSC asks for
+/// (1,792 MiB - 1) the scenario is refused.
+#[test]
+fn a_warm_client_starts_with_the_grant_it_was_given() {
+    let mut sim = Scenario::new().clients(2).client_grant(GIB).build();
+    for client in 0..2 {
+        for dev in osc_names(&sim, client) {
+            assert_eq!(sim.get_param(client, &format!("osc.{dev}.cur_grant_bytes")).unwrap(), "1073741824\n", "{dev}");
+        }
+    }
+    assert_eq!(set(&mut sim, "osc.cur_grant_bytes", "100"), Ok(()));
+    assert_eq!(value(&sim, "osc.cur_grant_bytes"), "104857600");
+    let most = 0x7fff_ffff & !(4 * (64 << 20));
+    assert!(Config::from_json(&Scenario::new().client_grant(most).json()).is_ok());
+    let err = Config::from_json(&Scenario::new().client_grant(most + 1).json()).unwrap_err();
+    assert!(err.contains("client_grant must be at most 1879048191 bytes"), "{err}");
+}
+
+/// With the grant a long run leaves, a writer's first interval is not held back by grant: under
+/// the default configuration (4 MiB RPCs, 8 in flight) a client fresh from its connect earns
+/// one chunk of grant (8 MiB) per write reply, and writes a third of what a warm one does.
+#[test]
+fn a_warm_client_writes_its_first_interval_from_its_grant() {
+    let written = |grant: Option<u64>| {
+        let mut s = Scenario::new().duration_ns(SEC / 2).job(Job::new("filebench.randomwrite", MIB).filesize(GIB));
+        if let Some(g) = grant {
+            s = s.client_grant(g);
+        }
+        s.run().totals().app_write_bytes
+    };
+    let (cold, warm) = (written(None), written(Some(GIB)));
+    assert!(warm > 2 * cold, "cold {cold} B, warm {warm} B");
 }
 
 #[test]

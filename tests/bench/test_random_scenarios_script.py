@@ -73,3 +73,25 @@ def test_the_tuners_must_include_the_two_the_figures_are_ratios_to(capsys: pytes
         script.main(["--tuners", "dial,oracle"])
     assert exit_info.value.code == 2
     assert "must include default and oracle" in capsys.readouterr().err
+
+
+def test_warm_clients_are_the_same_draws_with_their_grant(tmp_path: Path) -> None:
+    import yaml
+
+    script = load_script("random-scenarios")
+    cold, _ = script.write_scenarios(1, 4, tmp_path / "cold")
+    warm, _ = script.write_scenarios(1, 4, tmp_path / "warm", "1g")
+    assert [p.name for p in cold] == [p.name for p in warm]
+    for a, b in zip(cold, warm, strict=True):
+        docs = yaml.safe_load(a.read_text()), yaml.safe_load(b.read_text())
+        assert docs[1]["cluster"].pop("client_grant") == "1g"
+        assert docs[0] == docs[1]
+
+
+def test_a_grant_lustre_would_not_give_refuses_every_scenario_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = load_script("random-scenarios")
+    assert script.main(["--count", "2", "--client-grant", "2g", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("every scenario refused:") and "client_grant" in err and "\n" not in err

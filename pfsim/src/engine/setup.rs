@@ -152,7 +152,7 @@ impl Sim {
                     dirty_pages: 0,
                     pending_w_pages: 0,
                     pending_r_pages: 0,
-                    avail_grant: 2 * (c.brw_size_bytes + EXTENT_TAX),
+                    avail_grant: c.client_grant_bytes.unwrap_or(2 * (c.brw_size_bytes + EXTENT_TAX)),
                     dirty_grant: 0,
                     lost_grant: 0,
                     cached_pages: 0,

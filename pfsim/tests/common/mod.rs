@@ -170,6 +170,8 @@ pub struct Scenario {
     pub lustre_version: String,
     /// OSTs are disks behind the mq-deadline elevator (`disks`), not SSDs.
     pub disks: Option<u64>,
+    /// Grant every OSC holds at the start (None: the connect grant).
+    pub client_grant: Option<u64>,
     /// Client CPU time per page of a buffered write.
     pub write_page_ns: u64,
     pub tunables: Vec<(String, String)>,
@@ -197,6 +199,7 @@ impl Scenario {
             brw_size_bytes: 4 * MIB,
             lustre_version: "2.15.5".into(),
             disks: None,
+            client_grant: None,
             write_page_ns: 2200,
             tunables: Vec::new(),
             jobs: Vec::new(),
@@ -232,6 +235,11 @@ impl Scenario {
     /// behind the mq-deadline elevator.
     pub fn disks(mut self, seek_ns: u64) -> Scenario {
         self.disks = Some(seek_ns);
+        self
+    }
+    /// Every OSC starts with `bytes` of grant (a client that has written recently).
+    pub fn client_grant(mut self, bytes: u64) -> Scenario {
+        self.client_grant = Some(bytes);
         self
     }
     pub fn write_page_ns(mut self, ns: u64) -> Scenario {
@@ -290,6 +298,9 @@ impl Scenario {
             "tunables": tunables,
             "jobs": jobs,
         });
+        if let Some(bytes) = self.client_grant {
+            out["cluster"]["client_grant_bytes"] = json!(bytes);
+        }
         if let Some(seek_ns) = self.disks {
             let disk = json!({
                 "ost_kind": "hdd", "ost_scheduler": "mq-deadline", "ost_channels": 1,

@@ -44,6 +44,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         # what DIAL's sequential readers kept in flight: about 40 MiB of RPCs whatever their size
         # (docs/calibration.md, "The real clients' read-ahead window")
         client_read_ahead_per_file="40m",
+        client_grant="connect",  # fresh from the connect: 2 x (brw_size + 24 KiB) per OSC
         oss=4, osts_per_oss=2, oss_threads=256,
         net_bandwidth="2800m", net_stream_bandwidth="700m", net_latency="25us",
         ost_kind="ssd", ost_read_bw="500m", ost_write_bw="300m", ost_read_latency="20us",
@@ -65,6 +66,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         lustre_version="2.15.5", fsname="lustre", clients=5, client_ram="192g", client_cpus=20,
         client_page_cache="none",  # no data on IOPathTune's clients: Lustre's max_cached_mb alone
         client_read_ahead_per_file="default",  # nor on their read-ahead: Lustre's default
+        client_grant="connect",
         oss=4, osts_per_oss=1, oss_threads=128,
         net_bandwidth="1150m", net_stream_bandwidth="350m", net_latency="30us",
         ost_kind="hdd", ost_read_bw="180m", ost_write_bw="170m", ost_read_latency="200us",
@@ -126,6 +128,17 @@ _page_cache = _size_or("none")
 # ``max_read_ahead_per_file_mb`` at mount (``default``: Lustre's, up to 256 MiB)
 _read_ahead_per_file = _size_or("default")
 
+#: The most grant an OSC asks for (``o_undirty``: 1,792 MiB - 1; pfsim's ``MAX_UNDIRTY``).
+MAX_GRANT = 0x7FFF_FFFF & ~(4 * (64 << 20))
+
+
+def _grant(value: object) -> int | None:
+    """Grant every OSC holds at the start: a size, or ``connect`` for what an OST grants at connect."""
+    size = _size_or("connect")(value)
+    if size is not None and size > MAX_GRANT:
+        raise UserError(f"{value!r} is above the most grant an OSC asks for ({MAX_GRANT} bytes, 1792 MiB - 1)")
+    return size
+
 
 @dataclass(frozen=True)
 class Field:
@@ -143,6 +156,7 @@ FIELDS: dict[str, Field] = {
     "client_ram": Field(positive(parse_size), "client_ram_bytes"),
     "client_page_cache": Field(_page_cache, "client_page_cache_bytes"),
     "client_read_ahead_per_file": Field(_read_ahead_per_file, "client_read_ahead_per_file_bytes"),
+    "client_grant": Field(_grant, "client_grant_bytes"),
     "client_cpus": Field(integer(1, 4096), "client_cpus"),
     "oss": Field(integer(1), "oss"),
     "osts_per_oss": Field(integer(1), "osts_per_oss"),
