@@ -287,6 +287,14 @@ def test_prev_write_rif_bytes_uses_the_previous_interval_when_given() -> None:
     assert row["write_rpc_generation_rate"] == math.trunc((3 * 2 * MIB + 8 * MIB - 2 * MIB) / 0.5)
 
 
+def test_the_dirty_level_the_interval_began_with_is_the_previous_probe_s() -> None:
+    row = interval_counters(osc({}, dirty=3 * MIB), osc({}, dirty=7 * MIB), None, None, 0.5)
+    assert (row["x_prev_dirty_bytes"], row["cur_dirty_bytes"]) == (3 * MIB, 7 * MIB)
+    unread = osc({})
+    del unread["tunables"]["cur_dirty_bytes"]  # the file could not be read at that probe
+    assert math.isnan(interval_counters(unread, osc({}), None, None, 0.5)["x_prev_dirty_bytes"])
+
+
 def test_a_batch_gives_each_osc_its_own_row() -> None:
     """Stage 1 over tables: a batch of unlike OSCs (different counters, files missing, clears,
     folded histogram labels) gives each the row it gets alone."""

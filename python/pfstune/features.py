@@ -62,7 +62,10 @@ extension reads the files into them, with the numbers the Python parsers give, t
 * Live-only extras: the ``rpc_stats`` histogram deltas ``x_hist_ppr_{read,write}_{1..4096}``
   (pages per RPC; the rare larger labels are added to the 4096 row) and
   ``x_hist_rif_{read,write}_{0..31}`` (RPCs in flight when an RPC was sent), their means
-  ``x_{read,write}_rif_at_send``, ``x_stats_cleared`` and ``x_prev_write_rif_bytes`` (below).
+  ``x_{read,write}_rif_at_send``, ``x_stats_cleared``, ``x_prev_write_rif_bytes`` (below) and
+  ``x_prev_dirty_bytes``, ``cur_dirty_bytes`` read at ``prev``: the dirty level the interval
+  began with (DIAL's tuner reads it from the snapshot before, to tell writes the cache absorbed
+  from writes its RPCs carried, :mod:`pfstune.tuners.dial`).
 
 A file that is missing (unreadable) in either snapshot makes its columns NaN, never zero.
 
@@ -144,6 +147,7 @@ from pfstune.lustre.table import (
     PPR_LABELS,
     RIF_LABELS,
     RPC_LINES,
+    TUNABLES,
     OscTable,
     StatsTable,
 )
@@ -306,6 +310,7 @@ LIVE_COLUMNS: tuple[str, ...] = (
     "x_write_rif_at_send",
     "x_stats_cleared",
     "x_prev_write_rif_bytes",
+    "x_prev_dirty_bytes",
     *_HIST_COLUMNS,
 )
 
@@ -541,6 +546,7 @@ def interval_columns(
             total[i] = previous.get(sum_name, NAN)
             count[i] = previous.get(count_name, NAN)
     out["x_prev_write_rif_bytes"] = prev_rif * _mean0(total, count)
+    out["x_prev_dirty_bytes"] = prev.tunables[:, TUNABLES.index("cur_dirty_bytes")].copy()
     for j, column in enumerate(_HIST_OUT):
         out[column] = hist[:, j]
     return out

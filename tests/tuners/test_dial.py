@@ -120,7 +120,8 @@ def test_writes_the_cache_absorbs_prefer_few_rpcs_in_flight_then_pause() -> None
     tuner = DialTuner(predictor=model)
     mib = 1048576.0
     config = dict(DEFAULT)
-    # first interval: the dirty level before it is unknown, so the usual write score (largest sizes)
+    # first interval, a row without x_prev_dirty_bytes (as the dataset's replay gives): the dirty
+    # level before it is unknown, so the usual write score (largest sizes)
     first = tuner.suggest(Context(OSC, 0.5, config, BOUNDS, _write_row(config, 100 * mib, 50 * mib, 50 * mib)))
     assert first == _config(1024, 256)
     # the application wrote 400 MiB; 101 MiB entered the cache (200 dirty + 1 sent - 100 before) and
@@ -137,6 +138,22 @@ def test_writes_the_cache_absorbs_prefer_few_rpcs_in_flight_then_pause() -> None
     row = _write_row(second, 200 * mib, 100 * mib, 100 * mib)
     assert tuner.suggest(Context(OSC, 4.0, second, BOUNDS, row)) == _config(1024, 256)
     assert len(model.calls) == calls + 1
+
+
+def test_the_first_interval_is_judged_from_the_dirty_level_the_agent_read_before_it() -> None:
+    # The agent's rows carry x_prev_dirty_bytes, read at the probe before the interval, as the
+    # released tuner reads it from its previous snapshot: the very first interval can show
+    # writes the cache absorbed (docs/results.md, "Random scenarios": the first decision of a
+    # run of rewrites went to (1024, 256) and stalled the writers).
+    model = _Table(lambda c: 0.9 if c["max_pages_per_rpc"] >= 256 and c["max_rpcs_in_flight"] >= 4 else 0.2)
+    mib = 1048576.0
+    absorbed = {**_write_row(DEFAULT, 200 * mib, mib, 400 * mib), "x_prev_dirty_bytes": 0.0}
+    assert DialTuner(predictor=model).suggest(Context(OSC, 0.5, dict(DEFAULT), BOUNDS, absorbed)) == _config(256, 4)
+    carried = {**_write_row(DEFAULT, 10 * mib, 390 * mib, 400 * mib), "x_prev_dirty_bytes": 0.0}
+    assert DialTuner(predictor=model).suggest(Context(OSC, 0.5, dict(DEFAULT), BOUNDS, carried)) == _config(1024, 256)
+    # NaN (the file could not be read at that probe) falls back to the remembered level: none yet
+    unknown = {**_write_row(DEFAULT, 200 * mib, mib, 400 * mib), "x_prev_dirty_bytes": math.nan}
+    assert DialTuner(predictor=model).suggest(Context(OSC, 0.5, dict(DEFAULT), BOUNDS, unknown)) == _config(1024, 256)
 
 
 def test_the_written_share_is_split_over_the_clients_oscs() -> None:

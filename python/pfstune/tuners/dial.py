@@ -34,7 +34,9 @@ paper leaves open:
   ``skip_intervals`` (5) write intervals change nothing.  The share is DIAL's
   ``pct_estimated_write_xfer``: the bytes that entered this OSC's dirty cache in the interval
   (``cur_dirty_bytes`` now + bytes its write RPCs carried - ``cur_dirty_bytes`` at the previous
-  probe), as a fraction of the same over every OSC of the client, times the mount's llite
+  probe: the row's ``x_prev_dirty_bytes``, which the agent reads with the interval, so the first
+  interval is judged as the released tuner judges it from its previous snapshot; the level
+  remembered from the last row where a row lacks it), as a fraction of the same over every OSC of the client, times the mount's llite
   ``write_bytes``.  Such writes are rewrites of cached pages, or data discarded before it is sent;
   piling up RPCs in flight only makes the next rewrite wait for pages under write-back.  As in
   the released tuner, an OSC into whose cache nothing new entered (one that only drains while
@@ -87,6 +89,7 @@ SCORES = ("released", "paper")
 _DIRTY = "cur_dirty_bytes"
 _RPC_WRITTEN = "ost_write_rpc_bytes_data.samples_sum"
 _APP_WRITTEN = "llite_stats_write_bytes.samples_sum"
+_DIRTY_BEFORE = "x_prev_dirty_bytes"  # the agent's rows carry the level the interval began with
 
 #: The probe intervals of DIAL's data (5th and 95th percentiles of the dev file's busy
 #: ``actual_record_duration``, s), for a model whose metadata does not say what it learned from.
@@ -295,15 +298,19 @@ class DialTuner(Tuner):
         """Per context: did the client write bytes this OSC's RPCs mostly did not carry?
 
         DIAL's ``pct_estimated_write_xfer < 80`` with llite write bytes (module docstring).  Also
-        remembers each OSC's ``cur_dirty_bytes`` for the next probe.  False while an OSC's
-        previous dirty level is unknown (the first interval the tuner sees).  Vectorised: the
-        agent asks this for every OSC of the node at every probe.
+        remembers each OSC's ``cur_dirty_bytes`` for the next probe.  The dirty level the
+        interval began with is the row's ``x_prev_dirty_bytes`` (the agent's rows: read from the
+        probe before, as the released tuner reads it, so even the first interval is judged), else
+        the level remembered from the last row (rows without it: the dataset's replay); False
+        where neither is known.  Vectorised: the agent asks this for every OSC of the node at
+        every probe.
         """
         if not any(c.metrics for c in contexts):  # the first probe: no interval yet
             return [False] * len(contexts)
-        values = feature_matrix([c.metrics for c in contexts], (_DIRTY, _RPC_WRITTEN, _APP_WRITTEN))
-        dirty, carried, app = values[:, 0], values[:, 1], values[:, 2]
-        before = np.array([self._dirty.get(c.osc, np.nan) for c in contexts], dtype=float)
+        values = feature_matrix([c.metrics for c in contexts], (_DIRTY, _RPC_WRITTEN, _APP_WRITTEN, _DIRTY_BEFORE))
+        dirty, carried, app, given = values[:, 0], values[:, 1], values[:, 2], values[:, 3]
+        remembered = np.array([self._dirty.get(c.osc, np.nan) for c in contexts], dtype=float)
+        before = np.where(np.isfinite(given), given, remembered)
         for context, level in zip(contexts, dirty.tolist(), strict=True):
             if np.isfinite(level):
                 self._dirty[context.osc] = level
