@@ -36,11 +36,12 @@ paper leaves open:
   (``cur_dirty_bytes`` now + bytes its write RPCs carried - ``cur_dirty_bytes`` at the previous
   probe: the row's ``x_prev_dirty_bytes``, which the agent reads with the interval, so the first
   interval is judged as the released tuner judges it from its previous snapshot; the level
-  remembered from the last row where a row lacks it), as a fraction of the same over every OSC of the client, times the mount's llite
-  ``write_bytes``.  Such writes are rewrites of cached pages, or data discarded before it is sent;
-  piling up RPCs in flight only makes the next rewrite wait for pages under write-back.  As in
-  the released tuner, an OSC into whose cache nothing new entered (one that only drains while
-  the mount writes through others) has no estimate, which reads as 0%: it counts as absorbed
+  remembered from the last row where a row lacks it), as a fraction of the same over every OSC
+  of the client, times the mount's llite ``write_bytes``.  Such writes are rewrites of cached
+  pages, or data discarded before it is sent; piling up RPCs in flight only makes the next
+  rewrite wait for pages under write-back.  As in the released tuner, an OSC into whose cache
+  nothing new entered (one that only drains while the mount writes through others) has no
+  estimate, which reads as 0%: it counts as absorbed
   too (docs/results.md, ior-fpp-nocache, measures the readings that would not).
 
 **The guard** (``guard``, off by default; not in DIAL): DIAL changes an OSC's configuration when
