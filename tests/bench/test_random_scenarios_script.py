@@ -64,7 +64,16 @@ def test_a_small_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert summary["drawn"] == 2
     assert summary["scenarios"] + summary["refused"] == 2
     assert summary["tuners"]["oracle"]["at_least_0.95"] == summary["scenarios"] - summary["idle"]
+    assert summary["client_grant"] is None
     assert (tmp_path / "report" / "report.md").is_file()
+
+
+def test_a_warm_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = load_script("random-scenarios")
+    options = ["--count", "1", "--seed", "5", "--tuners", "default,oracle", "--jobs", "1", "--duration", "2s"]
+    assert script.main([*options, "--client-grant", "64m", "--out", str(tmp_path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("; every OSC starting with 64m of grant)"), first
 
 
 def test_the_tuners_must_include_the_two_the_figures_are_ratios_to(capsys: pytest.CaptureFixture[str]) -> None:
