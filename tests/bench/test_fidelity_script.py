@@ -17,6 +17,7 @@ def test_a_warm_run_starts_with_what_the_real_osc_held_within_what_lustre_allows
     assert script.warm_grant(pd.Series({"cur_grant_bytes": 0, "cur_dirty_bytes": 0})) == 8_437_760
     full = pd.Series({"cur_grant_bytes": 1800 * MIB, "cur_dirty_bytes": 0})
     assert script.warm_grant(full) == 1792 * MIB - 1  # the most an OSC asks for
+    assert script.warm_grant(pd.Series({"cur_grant_bytes": float("nan"), "cur_dirty_bytes": 0})) == 8_437_760
 
 
 def test_the_scenario_of_a_warm_run_gives_every_osc_that_grant() -> None:
