@@ -598,7 +598,7 @@ fn a_warm_client_starts_with_the_grant_it_was_given() {
     }
     assert_eq!(set(&mut sim, "osc.cur_grant_bytes", "100"), Ok(()));
     assert_eq!(value(&sim, "osc.cur_grant_bytes"), "104857600");
-    let most = 0x7fff_ffff & !(4 * (64 << 20));
+    let most = pfsim::model::MAX_UNDIRTY;
     assert!(Config::from_json(&Scenario::new().client_grant(most).json()).is_ok());
     let err = Config::from_json(&Scenario::new().client_grant(most + 1).json()).unwrap_err();
     assert!(err.contains("client_grant must be at most 1879048191 bytes"), "{err}");

@@ -132,9 +132,12 @@ _read_ahead_per_file = _size_or("default")
 MAX_GRANT = 0x7FFF_FFFF & ~(4 * (64 << 20))
 
 
+_grant_size = _size_or("connect")
+
+
 def _grant(value: object) -> int | None:
     """Grant every OSC holds at the start: a size, or ``connect`` for what an OST grants at connect."""
-    size = _size_or("connect")(value)
+    size = _grant_size(value)
     if size is not None and size > MAX_GRANT:
         raise UserError(f"{value!r} is above the most grant an OSC asks for ({MAX_GRANT} bytes, 1792 MiB - 1)")
     return size
