@@ -81,6 +81,16 @@ impl<T: Copy> ChunkedDeque<T> {
         Some(v)
     }
 
+    /// The element `i` places from the front, if there is one. Every block but the last is full
+    /// from the front block's `head` on, so the place is a division.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        if i >= self.len {
+            return None;
+        }
+        let at = self.head + i;
+        self.blocks.get(at / BLOCK).and_then(|b| b.get(at % BLOCK))
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &T> {
         self.blocks.iter().enumerate().flat_map(move |(i, b)| b[if i == 0 { self.head } else { 0 }..].iter())
     }
@@ -125,6 +135,8 @@ mod tests {
                 }
             }
             assert_eq!(a.len(), b.len());
+            let i = (x >> 8) as usize % (b.len() + 2);
+            assert_eq!(a.get(i), b.get(i), "element {i} of {}", b.len());
             if step % 997 == 0 {
                 assert!(a.iter().eq(b.iter()));
             }

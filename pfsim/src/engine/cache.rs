@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// How many LRU entries ahead of the one it drops the reclaim prefetches a bitmap word.
+const PREFETCH_AHEAD: usize = 16;
+
 impl Sim {
     /// Put pages [first, last] of `file` (one object, on OSC `osc_i`) in `client`'s page cache, at
     /// the LRU's end, and reclaim if the client is over its limit.
@@ -45,6 +48,11 @@ impl Sim {
         let mut budget = self.clients[client].lru.len();
         while self.clients[client].cached_pages > target && budget > 0 {
             budget -= 1;
+            // the bitmap word of an entry some places on is rarely in the CPU's cache (a random
+            // writer's old pages): ask for it now, so that its `drop_cached` does not wait
+            if let Some(ahead) = self.clients[client].lru.get(PREFETCH_AHEAD) {
+                self.files[ahead.file() as usize].on(client).cache.prefetch(ahead.first());
+            }
             let Some(entry) = self.clients[client].lru.pop_front() else { break };
             let (file, first, last) = (entry.file(), entry.first(), entry.last());
             let o = self.lru_osc(client, file, first);
