@@ -55,8 +55,8 @@ jobs:
 
 #: Printed under the table: why IOPathTune moves slowly (its period is seed 001's).
 PERIOD_NOTE = (
-    "iopathtune steps once per 10 s period (seed 001) and judges each step by the period after it, "
-    "so in phase-change's 15 s phases it barely starts."
+    "iopathtune takes one step per 10 s period (seed 001) and judges it by the period after, "
+    "so phase-change's 15 s phases leave it about one step each."
 )
 
 #: The tuners compared, in table order.
