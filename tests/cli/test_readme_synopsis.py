@@ -1,5 +1,6 @@
-"""README's "Command line" synopsis against the parser: the options it names exist, and it names all
-of a command's options unless its line ends in "..." (the agent's, whose manual page lists them)."""
+"""The documented command lines against the parser: README's "Command line" synopsis names only
+options that exist, and all of a command's options unless its line ends in "..." (the agent's);
+docs/agent.md's options table lists exactly the agent's options."""
 
 from __future__ import annotations
 
@@ -56,3 +57,14 @@ def test_the_readme_synopsis_names_the_options_the_parser_has() -> None:
 
     walk(root, "pfstune")
     assert leaves <= seen, f"commands missing from README's synopsis: {sorted(leaves - seen)}"
+
+
+def test_the_agent_options_table_lists_every_agent_option() -> None:
+    # docs/agent.md's table is the agent's full list (README's synopsis abbreviates it)
+    text = (REPO / "docs" / "agent.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `--")]
+    documented = {flag for row in rows for flag in re.findall(r"--[a-z][a-z-]*", row.split("|")[1])}
+    agent = _subcommands(build_parser())["agent"]
+    accepted = {o for a in agent._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
+    assert documented - accepted == set(), "options docs/agent.md lists that the agent lacks"
+    assert accepted - documented == set(), "agent options docs/agent.md leaves out"
