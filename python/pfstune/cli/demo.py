@@ -11,7 +11,8 @@ The scenarios are the cases the tuners exist for: random 16 MiB reads, where DIA
 measurements show small RPCs with many in flight beating the default (1024 pages, 8 in flight),
 and a workload that changes halfway (sequential 16 MiB writes, then random 1 MiB reads), which a
 tuner must follow.  The random reads last 60 s because IOPathTune decides once per 10 s period
-(seed 001) and judges a step by the period after it: in 20 s it could not finish one step.
+(seed 001) and judges a step by the period after it: 20 s left it one step, judged as the run
+ended.
 """
 
 from __future__ import annotations
