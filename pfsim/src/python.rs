@@ -281,5 +281,7 @@ fn _pfsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StatsReader>()?;
     m.add_class::<LeafFinder>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // the most grant an OSC asks for, which scenario validation checks `client_grant` against
+    m.add("MAX_UNDIRTY", crate::model::MAX_UNDIRTY)?;
     Ok(())
 }

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pfstune._pfsim import MAX_UNDIRTY
 from pfstune.errors import UserError
 from pfstune.sim._values import bounded, choice, integer, positive, text
 from pfstune.units import parse_duration, parse_rate, parse_size
@@ -128,8 +129,8 @@ _page_cache = _size_or("none")
 # ``max_read_ahead_per_file_mb`` at mount (``default``: Lustre's, up to 256 MiB)
 _read_ahead_per_file = _size_or("default")
 
-#: The most grant an OSC asks for (``o_undirty``: 1,792 MiB - 1; pfsim's ``MAX_UNDIRTY``).
-MAX_GRANT = 0x7FFF_FFFF & ~(4 * (64 << 20))
+#: The most grant an OSC asks for (``o_undirty``: 1,792 MiB - 1), pfsim's own ``MAX_UNDIRTY``.
+MAX_GRANT: int = MAX_UNDIRTY
 
 
 _grant_size = _size_or("connect")
