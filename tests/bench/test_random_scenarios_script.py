@@ -65,6 +65,7 @@ def test_a_small_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert summary["scenarios"] + summary["refused"] == 2
     assert summary["tuners"]["oracle"]["at_least_0.95"] == summary["scenarios"] - summary["idle"]
     assert summary["client_grant"] is None
+    assert summary["tuner_options"] == []
     assert (tmp_path / "report" / "report.md").is_file()
 
 
@@ -106,3 +107,11 @@ def test_a_grant_lustre_would_not_give_refuses_every_scenario_in_one_line(
     assert err.startswith("every scenario refused:")
     assert "client_grant" in err
     assert "\n" not in err
+
+
+def test_tuner_options_reach_pfstune_bench(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    script = load_script("random-scenarios")
+    options = ["--count", "1", "--seed", "5", "--tuners", "default,dial,oracle", "--duration", "1s"]
+    # a guard bench refuses: the refusal shows the option got there, before any run
+    assert script.main([*options, "--tuner-option", "dial:guard=2", "--out", str(tmp_path)]) == 2
+    assert "guard must be a fraction" in capfd.readouterr().err
