@@ -7,6 +7,7 @@
 //! covers, and cancels it.
 
 use crate::engine::{Ev, OtherRpc, Sim};
+use crate::lockset::{LockKey, LockSet};
 use crate::model::{File, OpKind, OpState, PAGE};
 use crate::pageset::PageSet;
 use crate::stats::OscCtr;
@@ -121,25 +122,16 @@ pub(crate) fn queued_behind(waiters: &[Waiter], i: usize) -> bool {
 /// - then shrunk to the alignment of the request's own start and end.
 ///
 /// `locks` are the object's granted locks, `waiters` every queued request (`w` not among them).
-fn grown_extent(w: &Waiter, locks: &[Lock], waiters: &[Waiter]) -> (u64, u64) {
+fn grown_extent(w: &Waiter, locks: &LockSet, waiters: &[Waiter]) -> (u64, u64) {
     const MAX_GROWN: u64 = (32 << 20) / PAGE;
-    let (mut lo, mut hi) = (0u64, u64::MAX);
     let cap = |conflicting: usize, hi: u64| if conflicting > 32 && w.write { hi.min((w.start + MAX_GROWN - 1).max(w.end)) } else { hi };
-    let mut conflicting = 0;
-    for l in locks.iter().filter(|l| w.write || l.write) {
-        conflicting += 1;
-        if l.client == w.client {
-            continue;
-        }
-        if l.end < w.start {
-            lo = lo.max(l.end + 1);
-        } else if l.start > w.end {
-            hi = hi.min(l.start - 1);
-        }
-    }
-    if conflicting > 4 {
-        lo = w.start;
-    }
+    // the locks of a mode that conflicts, the client's own among them
+    let conflicting = if w.write { locks.len() } else { locks.writes() };
+    let other = |l: &&Lock| l.client != w.client && (w.write || l.write);
+    // the nearest conflicting lock of another client above the request, and below it (on a busy
+    // object the lock does not grow downwards: no need to look)
+    let mut hi = locks.starting_after(w.end).find(other).map_or(u64::MAX, |l| l.start - 1);
+    let mut lo = if conflicting > 4 { w.start } else { locks.iter().filter(other).filter(|l| l.end < w.start).map(|l| l.end + 1).max().unwrap_or(0) };
     hi = cap(conflicting, hi);
     let mut waiting = 0;
     for e in waiters.iter().filter(|e| e.file == w.file && e.stripe == w.stripe) {
@@ -198,8 +190,8 @@ impl Sim {
             let covers = |l: &Lock| l.serves(client, start, end, write);
             // the lock that covered this thread's last look usually covers this one: try it first
             let locks = &f.locks[stripe];
-            let covered = locks.get(hint).is_some_and(covers) || {
-                let at = locks.iter().position(covers);
+            let covered = locks.at(hint).is_some_and(covers) || {
+                let at = locks.overlapping(start, end).find(|(_, l)| covers(l)).map(|(key, _)| key.2);
                 hint = at.unwrap_or(hint);
                 at.is_some()
             };
@@ -223,7 +215,7 @@ impl Sim {
         let f = &self.files[file];
         let (stripe, start) = f.map(first);
         let end = start + (last - first);
-        f.locks[stripe].iter().any(|l| l.serves(client, start, end, false))
+        f.locks[stripe].overlapping(start, end).any(|(_, l)| l.serves(client, start, end, false))
     }
 
     /// The part of the read-ahead `runs` (file pages, in order) that lies under extent locks
@@ -237,8 +229,9 @@ impl Sim {
             let mut p = s;
             while p <= e {
                 let (stripe, start) = f.map(p);
-                let found = f.locks[stripe].iter().find(|l| l.serves(client, start, start, false));
-                let Some(lock) = found else { return out };
+                // the first granted of the client's locks over the page
+                let found = f.locks[stripe].overlapping(start, start).filter(|(_, l)| l.serves(client, start, start, false)).min_by_key(|(key, _)| key.1);
+                let Some((_, lock)) = found else { return out };
                 let end = e.min(f.chunk_end(p)).min(p.saturating_add(lock.end - start)); // a lock may end at EOF (u64::MAX)
                 crate::intervals::push_run(&mut out, p, end);
                 p = end + 1;
@@ -281,7 +274,7 @@ impl Sim {
             }
             let locks = &self.files[w.file as usize].locks[w.stripe];
             let (mut blocked, mut live) = (false, false);
-            for l in locks.iter().filter(|l| conflicts(l, w.client, w.start, w.end, w.write)) {
+            for (_, l) in locks.overlapping(w.start, w.end).filter(|(_, l)| conflicts(l, w.client, w.start, w.end, w.write)) {
                 blocked = true;
                 live |= !l.cancelling;
             }
@@ -296,8 +289,14 @@ impl Sim {
             // until one of those goes
             self.lock_waiters[i].stale = false;
             if live {
-                let blocking: Vec<Lock> = locks.iter().copied().filter(|l| !l.cancelling && conflicts(l, w.client, w.start, w.end, w.write)).collect();
-                for lock in blocking {
+                // called back in the order they were granted
+                let mut blocking: Vec<(LockKey, Lock)> = locks
+                    .overlapping(w.start, w.end)
+                    .filter(|(_, l)| !l.cancelling && conflicts(l, w.client, w.start, w.end, w.write))
+                    .map(|(key, l)| (key, *l))
+                    .collect();
+                blocking.sort_unstable_by_key(|(key, _)| key.1);
+                for (_, lock) in blocking {
                     self.call_back(w.file, w.stripe, lock);
                     called_back += 1;
                 }
@@ -318,7 +317,7 @@ impl Sim {
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
     fn call_back(&mut self, file: u32, stripe: usize, lock: Lock) {
         let locks = &mut self.files[file as usize].locks[stripe];
-        let Some(l) = locks.iter_mut().find(|l| **l == lock) else { return };
+        let Some(l) = locks.find_equal_mut(&lock) else { return };
         l.cancelling = true;
         let cancelling = *l;
         let f = &self.files[file as usize];
@@ -352,9 +351,9 @@ impl Sim {
                 // (own parts lie inside the lock: without dirty pages there, none has any)
                 Some(oc) if oc.has_pages_in(cb.lock.start, cb.lock.end) => {
                     let newer = f.locks[cb.stripe]
-                        .iter()
-                        .filter(|l| l.client == cb.lock.client && !l.cancelling)
-                        .map(|l| (l.start, l.end));
+                        .overlapping(cb.lock.start, cb.lock.end)
+                        .filter(|(_, l)| l.client == cb.lock.client && !l.cancelling)
+                        .map(|(_, l)| (l.start, l.end));
                     uncovered(cb.lock.start, cb.lock.end, newer, &mut own, &mut tmp);
                     own.iter().any(|&(s, e)| oc.has_pages_in(s, e))
                 }
@@ -384,11 +383,10 @@ impl Sim {
             self.callbacks.swap_remove(i);
             self.oscs[osc_i as usize].callbacks -= 1;
             let f = &mut self.files[cb.file as usize];
-            let before = f.locks[cb.stripe].len();
-            f.locks[cb.stripe].retain(|l| *l != cb.lock);
+            let removed = f.locks[cb.stripe].remove_equal(&cb.lock);
             if !f.removed {
                 // (a removed file's locks left the count with it: `discard_file`)
-                self.oscs[osc_i as usize].locks -= (before - f.locks[cb.stripe].len()) as u32;
+                self.oscs[osc_i as usize].locks -= removed as u32;
             }
             self.wake_waiters(cb.file, cb.stripe, &cb.lock);
             // the LDLM_CANCEL RPC: `ldlm_cancel` and `req_waittime` at its reply
@@ -428,7 +426,7 @@ impl Sim {
                         return false;
                     };
                     cb.overlap(f, first, last)
-                        .is_some_and(|(start, end)| !f.locks[cb.stripe].iter().any(|l| l.serves(client, start, end, true)))
+                        .is_some_and(|(start, end)| !f.locks[cb.stripe].overlapping(start, end).any(|(_, l)| l.serves(client, start, end, true)))
                 }
                 OpKind::Read => {
                     let granted = op.locked && op.state == OpState::WaitLock;
@@ -446,9 +444,15 @@ impl Sim {
         let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], &self.lock_waiters);
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
-        let before = locks.len();
-        locks.retain(|l| !(l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write)));
-        let merged = (before - locks.len()) as u32;
+        let inside: Vec<LockKey> = locks
+            .overlapping(lo, hi)
+            .filter(|(_, l)| l.client == w.client && !l.cancelling && l.start >= lo && l.end <= hi && (w.write || !l.write))
+            .map(|(key, _)| key)
+            .collect();
+        for &key in &inside {
+            locks.remove(key);
+        }
+        let merged = inside.len() as u32;
         let lock = Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false };
         locks.push(lock);
         // requests the new lock conflicts with must call it back; those queued behind this one
@@ -478,9 +482,9 @@ impl Sim {
     /// lock over).
     fn drop_cached_object_range(&mut self, client: usize, file: u32, stripe: usize, start: u64, end: u64) {
         let others = self.files[file as usize].locks[stripe]
-            .iter()
-            .filter(|l| l.client as usize == client && !l.cancelling && l.start <= end && l.end >= start)
-            .map(|l| (l.start, l.end));
+            .overlapping(start, end)
+            .filter(|(_, l)| l.client as usize == client && !l.cancelling)
+            .map(|(_, l)| (l.start, l.end));
         let (mut runs, mut tmp) = (Vec::new(), Vec::new());
         uncovered(start, end, others, &mut runs, &mut tmp);
         for (s, e) in runs {
@@ -599,6 +603,10 @@ mod tests {
         Lock { client, start, end, write: true, cancelling: false }
     }
 
+    fn set(locks: &[Lock]) -> LockSet {
+        locks.iter().copied().collect()
+    }
+
     /// Three clients on one object: client 0's lock over pages 0-9 is being called back, client
     /// 1 waits for pages 5-20 behind it and client 2 for pages 15-30 behind client 1 (not behind
     /// the lock). When the lock goes, client 1 is granted; its lock covers what client 2 waits
@@ -609,14 +617,14 @@ mod tests {
     fn a_grant_wakes_the_requests_queued_behind_it() {
         let mut sim = Sim::new(crate::config::Config::from_json(crate::config::TEST_THREE_CLIENTS).expect("config")).expect("sim");
         let gone = Lock { client: 0, start: 0, end: 9, write: true, cancelling: true };
-        sim.files[0].locks[0] = vec![gone];
+        sim.files[0].locks[0] = LockSet::from_iter([gone]);
         let holder = sim.clients[0].oscs[sim.files[0].osts[0] as usize] as usize;
         sim.oscs[holder].locks = 1;
         let waiter = |tid: u32, start: u64, end: u64| Waiter { tid, client: tid, file: 0, stripe: 0, start, end, write: true, stale: false };
         sim.lock_waiters = vec![waiter(1, 5, 20), waiter(2, 15, 30)];
         sim.check_invariants().expect("both requests are blocked as they were");
         // the cancel
-        sim.files[0].locks[0].clear();
+        sim.files[0].locks[0] = LockSet::default();
         sim.oscs[holder].locks = 0;
         sim.wake_waiters(0, 0, &gone);
         sim.process_lock_queue();
@@ -642,7 +650,7 @@ mod tests {
         // called-back one 0-9
         let read = Lock { client: 0, start: 40, end: 69, write: false, cancelling: false };
         let called_back = Lock { client: 0, start: 0, end: 9, write: true, cancelling: true };
-        sim.files[0].locks[0] = vec![read, called_back];
+        sim.files[0].locks[0] = LockSet::from_iter([read, called_back]);
         sim.drop_cached_object_range(0, 0, 0, 0, 59);
         assert_eq!(sim.files[0].on(0).cache.intervals(), vec![(40, 99)]);
         assert_eq!(sim.clients[0].cached_pages, 60);
@@ -650,33 +658,33 @@ mod tests {
 
     #[test]
     fn a_lone_request_gets_the_whole_object() {
-        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &[], &[]), (0, u64::MAX));
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &LockSet::default(), &[]), (0, u64::MAX));
     }
 
     #[test]
     fn a_lock_grows_up_to_other_clients_locks_on_both_sides() {
         let locks = [lock(1, 0, 2 * MIB - 1), lock(2, 10 * MIB, 11 * MIB - 1), lock(0, 6 * MIB, 7 * MIB - 1)];
         // the client's own lock (6-7 MiB) does not limit it
-        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &locks, &[]), (2 * MIB, 10 * MIB - 1));
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &set(&locks), &[]), (2 * MIB, 10 * MIB - 1));
     }
 
     #[test]
     fn on_a_busy_object_a_lock_does_not_grow_downwards() {
         let mut locks: Vec<Lock> = (0..4).map(|i| lock(1 + i, i as u64 * MIB, (i as u64 + 1) * MIB - 1)).collect();
         let req = request(0, 8 * MIB, 9 * MIB - 1);
-        assert_eq!(grown_extent(&req, &locks, &[]), (4 * MIB, u64::MAX), "4 conflicting locks: still grows down");
+        assert_eq!(grown_extent(&req, &set(&locks), &[]), (4 * MIB, u64::MAX), "4 conflicting locks: still grows down");
         locks.push(lock(5, 20 * MIB, 21 * MIB - 1));
-        assert_eq!(grown_extent(&req, &locks, &[]), (8 * MIB, 20 * MIB - 1), "5: only upwards");
+        assert_eq!(grown_extent(&req, &set(&locks), &[]), (8 * MIB, 20 * MIB - 1), "5: only upwards");
     }
 
     #[test]
     fn with_more_than_32_conflicting_locks_a_write_lock_grows_32_mib_at_most() {
         let locks: Vec<Lock> = (0..33).map(|i| lock(1 + i, i as u64 * MIB, (i as u64 + 1) * MIB - 1)).collect();
         let req = request(0, 100 * MIB, 101 * MIB - 1);
-        assert_eq!(grown_extent(&req, &locks, &[]), (100 * MIB, 132 * MIB - 1));
+        assert_eq!(grown_extent(&req, &set(&locks), &[]), (100 * MIB, 132 * MIB - 1));
         let read = Waiter { write: false, ..req };
         let write_locks: Vec<Lock> = locks.iter().map(|l| Lock { write: true, ..*l }).collect();
-        assert_eq!(grown_extent(&read, &write_locks, &[]).1, u64::MAX, "the cap is for write locks");
+        assert_eq!(grown_extent(&read, &set(&write_locks), &[]).1, u64::MAX, "the cap is for write locks");
     }
 
     #[test]
@@ -685,21 +693,21 @@ mod tests {
         let below = request(1, 2 * MIB, 3 * MIB - 1);
         let above = request(2, 12 * MIB, 13 * MIB - 1);
         let overlapping = request(3, 8 * MIB, 8 * MIB + 15);
-        assert_eq!(grown_extent(&req, &[], &[below, above, overlapping]), (3 * MIB, 12 * MIB - 1));
+        assert_eq!(grown_extent(&req, &LockSet::default(), &[below, above, overlapping]), (3 * MIB, 12 * MIB - 1));
         // another client's compatible read request does not matter
         let reading = Waiter { write: false, ..req };
         let other_read = Waiter { write: false, ..above };
-        assert_eq!(grown_extent(&reading, &[], &[other_read]), (0, u64::MAX));
+        assert_eq!(grown_extent(&reading, &LockSet::default(), &[other_read]), (0, u64::MAX));
         // the client's own waiting request does
-        assert_eq!(grown_extent(&reading, &[], &[Waiter { client: 0, ..other_read }]), (0, 12 * MIB - 1));
+        assert_eq!(grown_extent(&reading, &LockSet::default(), &[Waiter { client: 0, ..other_read }]), (0, 12 * MIB - 1));
     }
 
     #[test]
     fn the_grant_is_aligned_like_the_request() {
         // a 1 MiB-aligned request next to a lock ending mid-MiB: the grant starts at the next MiB
         let locks = [lock(1, 0, MIB + 9)];
-        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &locks, &[]), (2 * MIB, u64::MAX));
+        assert_eq!(grown_extent(&request(0, 4 * MIB, 5 * MIB - 1), &set(&locks), &[]), (2 * MIB, u64::MAX));
         // a one-page request is aligned to a page only
-        assert_eq!(grown_extent(&request(0, 4 * MIB + 1, 4 * MIB + 1), &locks, &[]), (MIB + 10, u64::MAX));
+        assert_eq!(grown_extent(&request(0, 4 * MIB + 1, 4 * MIB + 1), &set(&locks), &[]), (MIB + 10, u64::MAX));
     }
 }

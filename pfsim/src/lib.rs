@@ -19,6 +19,7 @@ pub mod dlm;
 pub mod engine;
 pub mod forest;
 pub mod intervals;
+pub mod lockset;
 pub mod model;
 pub mod pageset;
 pub mod queue;

@@ -655,7 +655,7 @@ pub struct File {
     slot: Vec<u32>,
     on_clients: Vec<OnClient>,
     /// Granted extent locks, per stripe object.
-    pub locks: Vec<Vec<crate::dlm::Lock>>,
+    pub locks: Vec<crate::lockset::LockSet>,
     /// Unlinked (IOR between repetitions): nothing of it enters a page cache again.
     pub removed: bool,
 }
@@ -678,7 +678,7 @@ const NOT_ON: u32 = u32::MAX;
 impl File {
     /// A file on `clients` clients, none of which has anything of it yet.
     pub fn new(size: u64, stripe_size: u64, osts: Vec<u32>, obj_ids: Vec<u64>, clients: usize) -> File {
-        let locks = vec![Vec::new(); osts.len()];
+        let locks = vec![crate::lockset::LockSet::default(); osts.len()];
         File { size, stripe_size, osts, obj_ids, slot: vec![NOT_ON; clients], on_clients: Vec::new(), locks, removed: false }
     }
 
@@ -853,9 +853,9 @@ pub struct Thread {
     pub phase: u32,
     /// Loop state of the h5bench and DLIO workloads.
     pub prog: crate::workload::Progress,
-    /// Index of the lock (in its stripe's list) that last covered an op of this thread; only a
+    /// Slot of the lock (in its stripe's set) that last covered an op of this thread; only a
     /// place to look first.
-    pub lock_hint: usize,
+    pub lock_hint: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
