@@ -131,7 +131,8 @@ fn grown_extent(w: &Waiter, locks: &LockSet, waiters: &[Waiter]) -> (u64, u64) {
     // the nearest conflicting lock of another client above the request, and below it (on a busy
     // object the lock does not grow downwards: no need to look)
     let mut hi = locks.starting_after(w.end).find(other).map_or(u64::MAX, |l| l.start - 1);
-    let mut lo = if conflicting > 4 { w.start } else { locks.iter().filter(other).filter(|l| l.end < w.start).map(|l| l.end + 1).max().unwrap_or(0) };
+    let below = || locks.iter().filter(other).filter(|l| l.end < w.start).map(|l| l.end + 1).max().unwrap_or(0);
+    let mut lo = if conflicting > 4 { w.start } else { below() };
     hi = cap(conflicting, hi);
     let mut waiting = 0;
     for e in waiters.iter().filter(|e| e.file == w.file && e.stripe == w.stripe) {
@@ -230,7 +231,10 @@ impl Sim {
             while p <= e {
                 let (stripe, start) = f.map(p);
                 // the first granted of the client's locks over the page
-                let found = f.locks[stripe].overlapping(start, start).filter(|(_, l)| l.serves(client, start, start, false)).min_by_key(|(key, _)| key.1);
+                let found = f.locks[stripe]
+                    .overlapping(start, start)
+                    .filter(|(_, l)| l.serves(client, start, start, false))
+                    .min_by_key(|(key, _)| key.1);
                 let Some((_, lock)) = found else { return out };
                 let end = e.min(f.chunk_end(p)).min(p.saturating_add(lock.end - start)); // a lock may end at EOF (u64::MAX)
                 crate::intervals::push_run(&mut out, p, end);
@@ -426,7 +430,9 @@ impl Sim {
                         return false;
                     };
                     cb.overlap(f, first, last)
-                        .is_some_and(|(start, end)| !f.locks[cb.stripe].overlapping(start, end).any(|(_, l)| l.serves(client, start, end, true)))
+                        .is_some_and(|(start, end)| {
+                            !f.locks[cb.stripe].overlapping(start, end).any(|(_, l)| l.serves(client, start, end, true))
+                        })
                 }
                 OpKind::Read => {
                     let granted = op.locked && op.state == OpState::WaitLock;

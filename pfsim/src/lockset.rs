@@ -8,9 +8,9 @@
 //! that far before `start`. (While a lock spans the whole object, as a lone client's does, a
 //! query looks at every lock before `end`, as the list did; such an object holds few.)
 //!
-//! Each lock also keeps the order it was granted in (the key's second part): where the order of locks matters
-//! (the callbacks sent for one request), the callers sort by it, so the simulation is the same as
-//! with a list kept in grant order.
+//! Each lock also keeps the order it was granted in (the key's second part): where the order of
+//! locks matters (the callbacks sent for one request), the callers sort by it, so the simulation
+//! is the same as with a list kept in grant order.
 
 use std::collections::{BTreeMap, BTreeSet};
 
