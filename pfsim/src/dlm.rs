@@ -40,6 +40,20 @@ pub struct Callback {
     /// The holder's OSC for the object (kept so that a look for one OSC's callbacks passes the
     /// others without reading their files).
     pub osc: u32,
+    /// Something that may let it go happened since it was last looked at: it is new, or its
+    /// holder was granted another lock on the object. (What else lets one go, its holder's
+    /// I/O ending, looks at its OSC's callbacks itself: `Sim::release_callbacks`.)
+    pub recheck: bool,
+}
+
+/// Which called-back locks `Sim::finish_callbacks` looks at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pending {
+    All,
+    /// Those of one holder OSC.
+    Osc(u32),
+    /// Those with `Callback::recheck`.
+    Marked,
 }
 
 impl Callback {
@@ -247,7 +261,7 @@ impl Sim {
     /// Cancel the called-back locks of OSC `osc_i` that nothing holds any more (its I/O under
     /// them just ended), and grant what they stood in the way of.
     pub(crate) fn release_callbacks(&mut self, osc_i: u32) {
-        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Some(osc_i)) > 0 {
+        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Pending::Osc(osc_i)) > 0 {
             self.process_lock_queue();
         }
     }
@@ -256,7 +270,7 @@ impl Sim {
     /// callbacks finish at once (holders with nothing dirty under the lock).
     pub(crate) fn process_lock_queue(&mut self) {
         loop {
-            let cancelled = self.finish_callbacks(None);
+            let cancelled = self.finish_callbacks(Pending::Marked);
             let (granted, called_back) = self.grant_pass();
             // a lock just called back may go at once (nothing dirty under it): go round again
             if cancelled == 0 && granted == 0 && called_back == 0 {
@@ -327,15 +341,15 @@ impl Sim {
         let f = &self.files[file as usize];
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
-        self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i });
+        self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i, recheck: true });
         self.oscs[osc_i as usize].callbacks += 1;
         self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
     }
 
-    /// Cancel every called-back lock (of the holder OSC `only`, or all) whose pages are all on
-    /// the OST; returns how many.
-    pub(crate) fn finish_callbacks(&mut self, only: Option<u32>) -> usize {
+    /// Cancel every called-back lock (of those `which` says) whose pages are all on the OST;
+    /// returns how many.
+    pub(crate) fn finish_callbacks(&mut self, which: Pending) -> usize {
         let mut cancelled = 0;
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
         let (mut own, mut tmp) = (Vec::new(), Vec::new());
@@ -343,32 +357,22 @@ impl Sim {
         while i < self.callbacks.len() {
             let cb = self.callbacks[i];
             let osc_i = cb.osc;
-            if only.is_some_and(|o| o != osc_i) {
+            let look = match which {
+                Pending::All => true,
+                Pending::Osc(o) => o == osc_i,
+                Pending::Marked => cb.recheck,
+            };
+            if !look {
                 i += 1;
                 continue;
             }
-            let f = &self.files[cb.file as usize];
-            let obj = f.obj_ids[cb.stripe];
-            let oc = self.oscs[osc_i as usize].objects.get(&obj);
-            // pages dirtied under the holder's newer locks belong to those, not to this one
-            let dirty = match oc {
-                // (own parts lie inside the lock: without dirty pages there, none has any)
-                Some(oc) if oc.has_pages_in(cb.lock.start, cb.lock.end) => {
-                    let newer = f.locks[cb.stripe]
-                        .overlapping(cb.lock.start, cb.lock.end)
-                        .filter(|(_, l)| l.client == cb.lock.client && !l.cancelling)
-                        .map(|(_, l)| (l.start, l.end));
-                    uncovered(cb.lock.start, cb.lock.end, newer, &mut own, &mut tmp);
-                    own.iter().any(|&(s, e)| oc.has_pages_in(s, e))
-                }
-                _ => false,
-            };
-            // osc_cache_writeback_range(hp) marks every extent of the range oe_fsync_wait, those
-            // already in RPCs too, and the cancel waits for them all (osc_cache_wait_range())
-            let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0 || oc.writeback.first_in(cb.lock.start, cb.lock.end).is_some());
+            // looked at now: until something changes, it stays as this look leaves it
+            self.callbacks[i].recheck = false;
+            let (dirty, writing) = self.pages_under_callback(&cb, &mut own, &mut tmp);
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
                 if dirty {
+                    let obj = self.files[cb.file as usize].obj_ids[cb.stripe];
                     let oc = self.oscs[osc_i as usize].objects.get_mut(&obj).expect("object");
                     for &(s, e) in &own {
                         oc.make_hp(s, e);
@@ -399,6 +403,41 @@ impl Sim {
             cancelled += 1;
         }
         cancelled
+    }
+
+    /// Whether the holder of called-back lock `cb` has pages under it dirty (the parts of the lock
+    /// no newer lock of its own covers, left in `own`; `tmp`: scratch) and whether it has pages
+    /// in write RPCs there, which the cancel waits for.
+    fn pages_under_callback(&self, cb: &Callback, own: &mut Vec<(u64, u64)>, tmp: &mut Vec<(u64, u64)>) -> (bool, bool) {
+        let f = &self.files[cb.file as usize];
+        let oc = self.oscs[cb.osc as usize].objects.get(&f.obj_ids[cb.stripe]);
+        // pages dirtied under the holder's newer locks belong to those, not to this one
+        let dirty = match oc {
+            // (own parts lie inside the lock: without dirty pages there, none has any)
+            Some(oc) if oc.has_pages_in(cb.lock.start, cb.lock.end) => {
+                let newer = f.locks[cb.stripe]
+                    .overlapping(cb.lock.start, cb.lock.end)
+                    .filter(|(_, l)| l.client == cb.lock.client && !l.cancelling)
+                    .map(|(_, l)| (l.start, l.end));
+                uncovered(cb.lock.start, cb.lock.end, newer, own, tmp);
+                own.iter().any(|&(s, e)| oc.has_pages_in(s, e))
+            }
+            _ => false,
+        };
+        // osc_cache_writeback_range(hp) marks every extent of the range oe_fsync_wait, those
+        // already in RPCs too, and the cancel waits for them all (osc_cache_wait_range())
+        let writing = oc.is_some_and(|oc| oc.hp_in_flight > 0 || oc.writeback.first_in(cb.lock.start, cb.lock.end).is_some());
+        (dirty, writing)
+    }
+
+    /// A called-back lock that could go now (nothing of its holder's under it), if one is:
+    /// `check_invariants` finds none, since whatever lets one go looks at it.
+    pub(crate) fn callback_free_to_go(&self) -> Option<&Callback> {
+        let (mut own, mut tmp) = (Vec::new(), Vec::new());
+        self.callbacks.iter().find(|cb| {
+            let (dirty, writing) = self.pages_under_callback(cb, &mut own, &mut tmp);
+            !dirty && !writing && !self.io_holds(cb)
+        })
     }
 
     /// I/O of the lock's client holds called-back lock `cb`, and its cancel waits for it:
@@ -461,6 +500,11 @@ impl Sim {
         let merged = inside.len() as u32;
         let lock = Lock { client: w.client, start: lo, end: hi, write: w.write, cancelling: false };
         locks.push(lock);
+        // a called-back lock of the client on this object may go now: the pages and the I/O
+        // the new lock covers are no longer held under the old one
+        for cb in self.callbacks.iter_mut().filter(|cb| cb.file == w.file && cb.stripe == w.stripe && cb.lock.client == w.client) {
+            cb.recheck = true;
+        }
         // requests the new lock conflicts with must call it back; those queued behind this one
         // for its extent may go now (the lock covers the request, so they conflict with it too)
         self.wake_waiters(w.file, w.stripe, &lock);

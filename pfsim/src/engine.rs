@@ -545,6 +545,10 @@ impl Sim {
                 }
             }
         }
+        // a called-back lock goes as soon as nothing of its holder's is under it
+        if let Some(cb) = self.callback_free_to_go() {
+            return Err(format!("called-back lock {:?} of file {} stripe {} left with nothing under it", cb.lock, cb.file, cb.stripe));
+        }
         // a queued lock request not marked stale is blocked, and only by what it cannot hurry:
         // locks already called back, or conflicting requests queued before it
         for (i, w) in self.lock_waiters.iter().enumerate().filter(|(_, w)| !w.stale) {

@@ -391,7 +391,7 @@ impl Sim {
             }
             self.clients[client].lru.retain(|e| e.file() != file);
         }
-        if !self.callbacks.is_empty() && self.finish_callbacks(None) > 0 {
+        if !self.callbacks.is_empty() && self.finish_callbacks(crate::dlm::Pending::All) > 0 {
             self.process_lock_queue();
         }
     }
