@@ -342,6 +342,7 @@ impl Sim {
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
         self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i, recheck: true });
+        self.marked_callbacks += 1;
         self.oscs[osc_i as usize].callbacks += 1;
         self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
@@ -355,6 +356,10 @@ impl Sim {
         let (mut own, mut tmp) = (Vec::new(), Vec::new());
         let mut i = 0;
         while i < self.callbacks.len() {
+            // (nothing in the look marks a callback: once every marked one is seen, none is left)
+            if which == Pending::Marked && self.marked_callbacks == 0 {
+                break;
+            }
             let cb = self.callbacks[i];
             let osc_i = cb.osc;
             let look = match which {
@@ -367,7 +372,10 @@ impl Sim {
                 continue;
             }
             // looked at now: until something changes, it stays as this look leaves it
-            self.callbacks[i].recheck = false;
+            if cb.recheck {
+                self.callbacks[i].recheck = false;
+                self.marked_callbacks -= 1;
+            }
             let (dirty, writing) = self.pages_under_callback(&cb, &mut own, &mut tmp);
             if dirty || writing {
                 // pages the op holding the lock dirtied since the callback go at high priority too
@@ -503,7 +511,10 @@ impl Sim {
         // a called-back lock of the client on this object may go now: the pages and the I/O
         // the new lock covers are no longer held under the old one
         for cb in self.callbacks.iter_mut().filter(|cb| cb.file == w.file && cb.stripe == w.stripe && cb.lock.client == w.client) {
-            cb.recheck = true;
+            if !cb.recheck {
+                cb.recheck = true;
+                self.marked_callbacks += 1;
+            }
         }
         // requests the new lock conflicts with must call it back; those queued behind this one
         // for its extent may go now (the lock covers the request, so they conflict with it too)

@@ -123,6 +123,8 @@ pub struct Sim {
     /// When the MDS is next free to serve an open or close.
     mds_free_at: u64,
     pub(crate) callbacks: Vec<crate::dlm::Callback>,
+    /// How many of `callbacks` have `recheck` set (the lock queue's look at them ends early).
+    pub(crate) marked_callbacks: usize,
     pub(crate) lock_waiters: Vec<crate::dlm::Waiter>,
     /// Per job: its threads not yet done, and those waiting at its barrier (IOR).
     live_threads: Vec<u32>,
@@ -544,6 +546,10 @@ impl Sim {
                     }
                 }
             }
+        }
+        let marked = self.callbacks.iter().filter(|cb| cb.recheck).count();
+        if marked != self.marked_callbacks {
+            return Err(format!("{marked} callbacks marked to look at again, {} counted", self.marked_callbacks));
         }
         // a called-back lock goes as soon as nothing of its holder's is under it
         if let Some(cb) = self.callback_free_to_go() {

@@ -60,6 +60,7 @@ impl Sim {
             ev_kinds: [0; 6],
             mds_free_at: 0,
             callbacks: Vec::new(),
+            marked_callbacks: 0,
             lock_waiters: Vec::new(),
             live_threads: vec![0; n_jobs],
             barriers: vec![Vec::new(); n_jobs],
