@@ -85,7 +85,7 @@ impl LockSet {
 
     /// The length (`end - start`) of the longest lock held: none that starts before page `p - it`
     /// reaches page `p`.
-    pub fn longest(&self) -> u64 {
+    fn longest(&self) -> u64 {
         self.lengths.last_key_value().map_or(0, |(&len, _)| len)
     }
 
