@@ -48,7 +48,7 @@ pub struct Callback {
 
 /// Which called-back locks `Sim::finish_callbacks` looks at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Pending {
+pub enum Pending {
     All,
     /// Those of one holder OSC.
     Osc(u32),
@@ -81,6 +81,8 @@ pub struct Waiter {
     /// granted (`Sim::wake_waiters`). A request not `stale` is blocked as it was, by locks
     /// already called back or by requests queued before it: looking again would do nothing.
     pub stale: bool,
+    /// Its place in the order requests came in (set by `LockQueue::push`).
+    pub seq: u64,
 }
 
 /// Parts of [start, end] outside every range of `covered`, into `out` (`tmp`: scratch).
@@ -135,7 +137,8 @@ pub(crate) fn queued_behind(waiters: &[Waiter], i: usize) -> bool {
 ///   (`LDLM_MAX_GROWN_EXTENT`);
 /// - then shrunk to the alignment of the request's own start and end.
 ///
-/// `locks` are the object's granted locks, `waiters` every queued request (`w` not among them).
+/// `locks` are the object's granted locks, `waiters` the requests queued on it, in the order they
+/// came (`w` not among them).
 fn grown_extent(w: &Waiter, locks: &LockSet, waiters: &[Waiter]) -> (u64, u64) {
     const MAX_GROWN: u64 = (32 << 20) / PAGE;
     let cap = |conflicting: usize, hi: u64| if conflicting > 32 && w.write { hi.min((w.start + MAX_GROWN - 1).max(w.end)) } else { hi };
@@ -212,7 +215,7 @@ impl Sim {
             };
             if !covered {
                 self.threads[tid as usize].op.as_mut().expect("op").state = OpState::WaitLock;
-                self.lock_waiters.push(Waiter { tid, client, file: file as u32, stripe, start, end, write, stale: true });
+                self.queue_request(Waiter { tid, client, file: file as u32, stripe, start, end, write, stale: true, seq: 0 });
                 self.process_lock_queue();
                 return false;
             }
@@ -222,6 +225,15 @@ impl Sim {
         th.lock_hint = hint;
         th.op.as_mut().expect("op").locked = true;
         true
+    }
+
+    /// Queue lock request `w` at its OST, behind every other; its OSC and its thread count it.
+    pub(crate) fn queue_request(&mut self, w: Waiter) {
+        let f = &self.files[w.file as usize];
+        let osc_i = self.clients[w.client as usize].oscs[f.osts[w.stripe] as usize];
+        self.oscs[osc_i as usize].lock_requests += 1;
+        self.threads[w.tid as usize].lock_requests += 1;
+        self.lock_queue.push(w);
     }
 
     /// Whether a lock of `client`, not called back, covers file pages [first, last] (of one
@@ -279,17 +291,17 @@ impl Sim {
         }
     }
 
-    /// One pass over the queue; returns how many requests were granted and how many locks
+    /// One pass over the queue's stale requests, in the order they came (those a grant in the
+    /// pass wakes behind it included); returns how many requests were granted and how many locks
     /// were called back.
     fn grant_pass(&mut self) -> (usize, usize) {
         let (mut granted, mut called_back) = (0, 0);
-        let mut i = 0;
-        while i < self.lock_waiters.len() {
-            let w = self.lock_waiters[i];
-            if !w.stale {
-                i += 1;
-                continue;
-            }
+        let mut from = 0;
+        while let Some((seq, file, stripe)) = self.lock_queue.next_stale(from) {
+            from = seq + 1;
+            let on_object = self.lock_queue.on_object(file, stripe);
+            let i = self.lock_queue.position(file, stripe, seq);
+            let w = on_object[i];
             let locks = &self.files[w.file as usize].locks[w.stripe];
             let (mut blocked, mut live) = (false, false);
             for (_, l) in locks.overlapping(w.start, w.end).filter(|(_, l)| conflicts(l, w.client, w.start, w.end, w.write)) {
@@ -297,15 +309,18 @@ impl Sim {
                 live |= !l.cancelling;
             }
             // an earlier conflicting request of another client goes first (the OST's queue)
-            if !blocked && !queued_behind(&self.lock_waiters, i) {
-                self.lock_waiters.remove(i);
+            if !blocked && !queued_behind(on_object, i) {
+                self.lock_queue.remove(file, stripe, seq);
+                let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
+                self.oscs[osc_i as usize].lock_requests -= 1;
+                self.threads[w.tid as usize].lock_requests -= 1;
                 self.grant(w);
                 granted += 1;
                 continue;
             }
             // blocked by locks called back (now or before) or by earlier requests: it stays so
             // until one of those goes
-            self.lock_waiters[i].stale = false;
+            self.lock_queue.set_looked_at(file, stripe, seq);
             if live {
                 // called back in the order they were granted
                 let mut blocking: Vec<(LockKey, Lock)> = locks
@@ -319,7 +334,6 @@ impl Sim {
                     called_back += 1;
                 }
             }
-            i += 1;
         }
         (granted, called_back)
     }
@@ -327,9 +341,7 @@ impl Sim {
     /// Mark the queued requests on the object that conflict with `lock` (of its client, extent
     /// and mode: a lock granted or cancelled, or a request granted) to be looked at again.
     fn wake_waiters(&mut self, file: u32, stripe: usize, lock: &Lock) {
-        for e in self.lock_waiters.iter_mut().filter(|e| e.file == file && e.stripe == stripe) {
-            e.stale |= conflicts(lock, e.client, e.start, e.end, e.write);
-        }
+        self.lock_queue.wake(file, stripe, |e| conflicts(lock, e.client, e.start, e.end, e.write));
     }
 
     /// Blocking AST: the holder writes its dirty pages under the lock at high priority.
@@ -342,7 +354,6 @@ impl Sim {
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
         self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i, recheck: true });
-        self.marked_callbacks += 1;
         self.oscs[osc_i as usize].callbacks += 1;
         self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
@@ -355,26 +366,15 @@ impl Sim {
         let rtt = 2 * self.cfg.cluster.net_latency_ns + self.cfg.cluster.oss_service_ns;
         let (mut own, mut tmp) = (Vec::new(), Vec::new());
         let mut i = 0;
-        while i < self.callbacks.len() {
-            // (nothing in the look marks a callback: once every marked one is seen, none is left)
-            if which == Pending::Marked && self.marked_callbacks == 0 {
-                break;
-            }
-            let cb = self.callbacks[i];
+        // the list's order, from position i on, as a scan of the whole list would find them (a
+        // cancelled callback's place goes to the last one, looked at next if it is one of them)
+        while let Some(at) = self.callbacks.next(which, i) {
+            i = at;
+            let cb = *self.callbacks.get(i);
             let osc_i = cb.osc;
-            let look = match which {
-                Pending::All => true,
-                Pending::Osc(o) => o == osc_i,
-                Pending::Marked => cb.recheck,
-            };
-            if !look {
-                i += 1;
-                continue;
-            }
             // looked at now: until something changes, it stays as this look leaves it
             if cb.recheck {
-                self.callbacks[i].recheck = false;
-                self.marked_callbacks -= 1;
+                self.callbacks.set_recheck(i, false);
             }
             let (dirty, writing) = self.pages_under_callback(&cb, &mut own, &mut tmp);
             if dirty || writing {
@@ -494,7 +494,7 @@ impl Sim {
 
     /// Grant the request, grown as the OST grows it ([`grown_extent`]).
     fn grant(&mut self, w: Waiter) {
-        let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], &self.lock_waiters);
+        let (lo, hi) = grown_extent(&w, &self.files[w.file as usize].locks[w.stripe], self.lock_queue.on_object(w.file, w.stripe));
         let locks = &mut self.files[w.file as usize].locks[w.stripe];
         // the client's own locks inside the new one, of the same or a weaker mode, merge into it
         let inside: Vec<LockKey> = locks
@@ -510,12 +510,7 @@ impl Sim {
         locks.push(lock);
         // a called-back lock of the client on this object may go now: the pages and the I/O
         // the new lock covers are no longer held under the old one
-        for cb in self.callbacks.iter_mut().filter(|cb| cb.file == w.file && cb.stripe == w.stripe && cb.lock.client == w.client) {
-            if !cb.recheck {
-                cb.recheck = true;
-                self.marked_callbacks += 1;
-            }
-        }
+        self.callbacks.mark_holder(w.file, w.stripe, w.client);
         // requests the new lock conflicts with must call it back; those queued behind this one
         // for its extent may go now (the lock covers the request, so they conflict with it too)
         self.wake_waiters(w.file, w.stripe, &lock);
@@ -531,8 +526,9 @@ impl Sim {
         let back = self.send_other_rpc(osc_i, OtherRpc::Enqueue, rtt);
         // the op that asked holds a reference: its iteration proceeds even if the lock is called
         // back (an iteration needs one lock)
-        if let Some(op) = self.threads[w.tid as usize].op.as_mut() {
-            op.locked = !self.lock_waiters.iter().any(|e| e.tid == w.tid);
+        let th = &mut self.threads[w.tid as usize];
+        if let Some(op) = th.op.as_mut() {
+            op.locked = th.lock_requests == 0;
         }
         self.schedule(back, Ev::Thread(w.tid));
     }
@@ -657,7 +653,7 @@ mod tests {
     }
 
     fn request(client: u32, start: u64, end: u64) -> Waiter {
-        Waiter { tid: 0, client, file: 0, stripe: 0, start, end, write: true, stale: true }
+        Waiter { tid: 0, client, file: 0, stripe: 0, start, end, write: true, stale: true, seq: 0 }
     }
 
     fn lock(client: u32, start: u64, end: u64) -> Lock {
@@ -681,8 +677,9 @@ mod tests {
         sim.files[0].locks[0] = LockSet::from_iter([gone]);
         let holder = sim.clients[0].oscs[sim.files[0].osts[0] as usize] as usize;
         sim.oscs[holder].locks = 1;
-        let waiter = |tid: u32, start: u64, end: u64| Waiter { tid, client: tid, file: 0, stripe: 0, start, end, write: true, stale: false };
-        sim.lock_waiters = vec![waiter(1, 5, 20), waiter(2, 15, 30)];
+        let waiter = |tid: u32, start: u64, end: u64| Waiter { tid, client: tid, file: 0, stripe: 0, start, end, write: true, stale: false, seq: 0 };
+        sim.queue_request(waiter(1, 5, 20));
+        sim.queue_request(waiter(2, 15, 30));
         sim.check_invariants().expect("both requests are blocked as they were");
         // the cancel
         sim.files[0].locks[0] = LockSet::default();
@@ -692,7 +689,7 @@ mod tests {
         // client 1's lock had nothing dirty under it: it went at once, and client 2 got its own
         let locks = &sim.files[0].locks[0];
         assert_eq!(locks.iter().map(|l| (l.client, l.cancelling)).collect::<Vec<_>>(), vec![(2, false)], "{locks:?}");
-        assert!(sim.lock_waiters.is_empty() && sim.callbacks.is_empty());
+        assert!(sim.lock_queue.is_empty() && sim.callbacks.is_empty());
         for client in [1, 2] {
             let osc = &sim.oscs[sim.clients[client].oscs[0] as usize];
             assert_eq!(osc.stat(OscCtr::LdlmExtentEnqueue).count, 1, "client {client} was granted once");

@@ -122,10 +122,10 @@ pub struct Sim {
     pub ev_kinds: [u64; 6],
     /// When the MDS is next free to serve an open or close.
     mds_free_at: u64,
-    pub(crate) callbacks: Vec<crate::dlm::Callback>,
-    /// How many of `callbacks` have `recheck` set (the lock queue's look at them ends early).
-    pub(crate) marked_callbacks: usize,
-    pub(crate) lock_waiters: Vec<crate::dlm::Waiter>,
+    /// Called-back locks waiting for their holders.
+    pub(crate) callbacks: crate::callbacklist::CallbackList,
+    /// Lock requests waiting at the OSTs.
+    pub(crate) lock_queue: crate::lockqueue::LockQueue,
     /// Per job: its threads not yet done, and those waiting at its barrier (IOR).
     live_threads: Vec<u32>,
     barriers: Vec<Vec<u32>>,
@@ -358,6 +358,7 @@ impl Sim {
         let osc = &self.oscs[osc_i as usize];
         if osc.idle_timeout == 0
             || osc.locks != 0
+            || osc.lock_requests != 0
             || osc.r_in_flight + osc.w_in_flight + osc.other_in_flight != 0
             || !osc.read_queue.is_empty()
             || osc.dirty_pages != 0
@@ -365,9 +366,7 @@ impl Sim {
         {
             return false;
         }
-        !self.lock_waiters.iter().any(|w| {
-            w.client == osc.client && self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize] == osc_i
-        })
+        true
     }
 
     /// Whole seconds since `osc`'s last reply, as the idle check and the `import` file's `idle:`
@@ -450,7 +449,7 @@ impl Sim {
     pub fn check_invariants(&self) -> Result<(), String> {
         // each OSC counts its locks called back and not yet cancelled
         let mut callbacks = vec![0u32; self.oscs.len()];
-        for cb in &self.callbacks {
+        for cb in self.callbacks.iter() {
             callbacks[cb.osc as usize] += 1;
         }
         if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].callbacks != callbacks[i]) {
@@ -547,9 +546,20 @@ impl Sim {
                 }
             }
         }
-        let marked = self.callbacks.iter().filter(|cb| cb.recheck).count();
-        if marked != self.marked_callbacks {
-            return Err(format!("{marked} callbacks marked to look at again, {} counted", self.marked_callbacks));
+        self.callbacks.check()?;
+        self.lock_queue.check()?;
+        // each OSC and each thread counts its queued lock requests
+        let mut requests = vec![0u32; self.oscs.len()];
+        let mut of_thread = vec![0u32; self.threads.len()];
+        for w in self.lock_queue.iter() {
+            requests[self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize] as usize] += 1;
+            of_thread[w.tid as usize] += 1;
+        }
+        if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].lock_requests != requests[i]) {
+            return Err(format!("{}: {} lock requests counted, {} queued", self.oscs[i].name, self.oscs[i].lock_requests, requests[i]));
+        }
+        if let Some(t) = (0..self.threads.len()).find(|&t| self.threads[t].lock_requests != of_thread[t]) {
+            return Err(format!("thread {t}: {} lock requests counted, {} queued", self.threads[t].lock_requests, of_thread[t]));
         }
         // a called-back lock goes as soon as nothing of its holder's is under it
         if let Some(cb) = self.callback_free_to_go() {
@@ -557,14 +567,16 @@ impl Sim {
         }
         // a queued lock request not marked stale is blocked, and only by what it cannot hurry:
         // locks already called back, or conflicting requests queued before it
-        for (i, w) in self.lock_waiters.iter().enumerate().filter(|(_, w)| !w.stale) {
-            let conflicting = |l: &crate::dlm::Lock| crate::dlm::conflicts(l, w.client, w.start, w.end, w.write);
-            let locks = &self.files[w.file as usize].locks[w.stripe];
-            if let Some(l) = locks.iter().find(|l| conflicting(l) && !l.cancelling) {
-                return Err(format!("lock request of thread {} left waiting beside a live conflicting lock {l:?}", w.tid));
-            }
-            if !crate::dlm::queued_behind(&self.lock_waiters, i) && !locks.iter().any(conflicting) {
-                return Err(format!("lock request of thread {} left waiting with nothing in its way", w.tid));
+        for q in self.lock_queue.objects() {
+            for (i, w) in q.iter().enumerate().filter(|(_, w)| !w.stale) {
+                let conflicting = |l: &crate::dlm::Lock| crate::dlm::conflicts(l, w.client, w.start, w.end, w.write);
+                let locks = &self.files[w.file as usize].locks[w.stripe];
+                if let Some(l) = locks.iter().find(|l| conflicting(l) && !l.cancelling) {
+                    return Err(format!("lock request of thread {} left waiting beside a live conflicting lock {l:?}", w.tid));
+                }
+                if !crate::dlm::queued_behind(q, i) && !locks.iter().any(conflicting) {
+                    return Err(format!("lock request of thread {} left waiting with nothing in its way", w.tid));
+                }
             }
         }
         // the reclaim holds a page only while it is dirty or in a write RPC

@@ -6,12 +6,15 @@
 //! RPCs), `dlm` (extent locks), `device` (network links, OST devices), `workload` (application
 //! threads' requests), `params` (parameter files by lctl name), `stats` (counters, histograms and
 //! their exact text), `parse` (the kernel's value parsers), `config` (the resolved scenario),
-//! `model` (clients, OSCs, files, RPCs), `pageset` and `intervals` (sets of pages).
+//! `model` (clients, OSCs, files, RPCs), `pageset` and `intervals` (sets of pages), `lockset`,
+//! `lockqueue` and `callbacklist` (the granted locks, queued requests and called-back locks of
+//! the OSTs, indexed for the lock queue's looks).
 //!
 //! Two modules serve the pfstune agent rather than the simulator: `probe` (reading and parsing a
 //! client's statistics files for a tick) and `forest` (the leaves a model's trees leave open to
 //! a row); both are exposed through the `python` bindings.
 
+pub mod callbacklist;
 pub mod chunked;
 pub mod config;
 pub mod device;
@@ -19,6 +22,7 @@ pub mod dlm;
 pub mod engine;
 pub mod forest;
 pub mod intervals;
+pub mod lockqueue;
 pub mod lockset;
 pub mod model;
 pub mod pageset;

@@ -253,6 +253,8 @@ pub struct Osc {
     pub hp_in_flight: u32,
     /// Locks of this OSC called back and not yet cancelled (its entries in `Sim::callbacks`).
     pub callbacks: u32,
+    /// Lock requests of this OSC's client on objects of its OST, queued at the OST.
+    pub lock_requests: u32,
     /// The next RPC goes to reads first when both directions have work (after a write RPC).
     pub read_turn: bool,
     pub other_in_flight: u32,
@@ -856,6 +858,8 @@ pub struct Thread {
     /// Slot of the lock (in its stripe's set) that last covered an op of this thread; only a
     /// place to look first.
     pub lock_hint: u32,
+    /// Its lock requests queued at the OSTs (an op's iteration holds its locks once none is).
+    pub lock_requests: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

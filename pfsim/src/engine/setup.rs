@@ -59,9 +59,8 @@ impl Sim {
             next_ost: 0,
             ev_kinds: [0; 6],
             mds_free_at: 0,
-            callbacks: Vec::new(),
-            marked_callbacks: 0,
-            lock_waiters: Vec::new(),
+            callbacks: Default::default(),
+            lock_queue: Default::default(),
             live_threads: vec![0; n_jobs],
             barriers: vec![Vec::new(); n_jobs],
             barrier_ns: vec![Vec::new(); n_jobs],
@@ -148,6 +147,7 @@ impl Sim {
                     w_in_flight: 0,
                     hp_in_flight: 0,
                     callbacks: 0,
+                    lock_requests: 0,
                     read_turn: false,
                     other_in_flight: 0,
                     dirty_pages: 0,
@@ -384,6 +384,7 @@ impl Sim {
             phase: 0,
             prog: Default::default(),
             lock_hint: 0,
+            lock_requests: 0,
         });
         self.schedule(cfg.start_ns, Ev::Thread(tid));
     }
