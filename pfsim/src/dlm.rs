@@ -229,11 +229,24 @@ impl Sim {
 
     /// Queue lock request `w` at its OST, behind every other; its OSC and its thread count it.
     pub(crate) fn queue_request(&mut self, w: Waiter) {
-        let f = &self.files[w.file as usize];
-        let osc_i = self.clients[w.client as usize].oscs[f.osts[w.stripe] as usize];
+        let osc_i = self.request_osc(&w);
         self.oscs[osc_i as usize].lock_requests += 1;
         self.threads[w.tid as usize].lock_requests += 1;
         self.lock_queue.push(w);
+    }
+
+    /// Take queued request `seq` on (file, stripe) out of the queue, to grant it.
+    fn dequeue_request(&mut self, file: u32, stripe: usize, seq: u64) -> Waiter {
+        let w = self.lock_queue.remove(file, stripe, seq);
+        let osc_i = self.request_osc(&w);
+        self.oscs[osc_i as usize].lock_requests -= 1;
+        self.threads[w.tid as usize].lock_requests -= 1;
+        w
+    }
+
+    /// The OSC a lock request comes from: its client's for the object's OST.
+    pub(crate) fn request_osc(&self, w: &Waiter) -> u32 {
+        self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize]
     }
 
     /// Whether a lock of `client`, not called back, covers file pages [first, last] (of one
@@ -310,10 +323,7 @@ impl Sim {
             }
             // an earlier conflicting request of another client goes first (the OST's queue)
             if !blocked && !queued_behind(on_object, i) {
-                self.lock_queue.remove(file, stripe, seq);
-                let osc_i = self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize];
-                self.oscs[osc_i as usize].lock_requests -= 1;
-                self.threads[w.tid as usize].lock_requests -= 1;
+                let w = self.dequeue_request(file, stripe, seq);
                 self.grant(w);
                 granted += 1;
                 continue;

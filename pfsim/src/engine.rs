@@ -552,7 +552,7 @@ impl Sim {
         let mut requests = vec![0u32; self.oscs.len()];
         let mut of_thread = vec![0u32; self.threads.len()];
         for w in self.lock_queue.iter() {
-            requests[self.clients[w.client as usize].oscs[self.files[w.file as usize].osts[w.stripe] as usize] as usize] += 1;
+            requests[self.request_osc(w) as usize] += 1;
             of_thread[w.tid as usize] += 1;
         }
         if let Some(i) = (0..self.oscs.len()).find(|&i| self.oscs[i].lock_requests != requests[i]) {
