@@ -707,6 +707,28 @@ mod tests {
         sim.check_invariants().expect("invariants");
     }
 
+    /// A lock request waiting at the OST keeps its OSC's import from going idle, as any request
+    /// on the import does (`ptlrpc_check_import_is_idle()`); once it is out of the queue, the
+    /// import may go idle again.
+    #[test]
+    fn a_queued_lock_request_keeps_the_import_busy() {
+        let mut sim = Sim::new(crate::config::Config::from_json(crate::config::TEST_THREE_CLIENTS).expect("config")).expect("sim");
+        let osc = sim.clients[1].oscs[sim.files[0].osts[0] as usize];
+        // nothing on the import for longer than its idle timeout
+        sim.oscs[osc as usize].idle_timeout = 20;
+        sim.now = 60_000_000_000;
+        assert!(sim.import_is_idle(osc), "a quiet import with nothing queued is idle");
+        sim.queue_request(Waiter { tid: 1, client: 1, file: 0, stripe: 0, start: 0, end: 9, write: true, stale: false, seq: 0 });
+        assert_eq!(sim.oscs[osc as usize].lock_requests, 1);
+        assert!(!sim.import_is_idle(osc), "a queued lock request is a request on the import");
+        let other = sim.clients[2].oscs[sim.files[0].osts[0] as usize];
+        sim.oscs[other as usize].idle_timeout = 20;
+        assert!(sim.import_is_idle(other), "another client's import is not held by it");
+        let w = sim.dequeue_request(0, 0, 0);
+        assert_eq!((w.tid, sim.oscs[osc as usize].lock_requests, sim.threads[1].lock_requests), (1, 0, 0));
+        assert!(sim.import_is_idle(osc));
+    }
+
     /// A cancel discards the client's cached pages under the lock but those another lock of the
     /// client covers (`check_and_discard_cb()`); a lock called back itself keeps none.
     #[test]

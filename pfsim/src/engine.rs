@@ -354,7 +354,7 @@ impl Sim {
     /// `ptlrpc_check_import_is_idle()`: no request on the import, no lock in the OSC's namespace
     /// (a lock request waiting at the OST is a request), and no reply for `idle_timeout` seconds
     /// (0: never idle). Seconds as the kernel counts them, whole seconds of the clock.
-    fn import_is_idle(&self, osc_i: u32) -> bool {
+    pub(crate) fn import_is_idle(&self, osc_i: u32) -> bool {
         let osc = &self.oscs[osc_i as usize];
         if osc.idle_timeout == 0
             || osc.locks != 0
