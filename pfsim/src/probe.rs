@@ -22,7 +22,7 @@
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::path::PathBuf;
+use std::path::Path;
 
 /// Pages-per-RPC histogram labels kept (`pfstune.lustre.table.PPR_LABELS`).
 pub const PPR_LABELS: [u64; 13] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -520,7 +520,8 @@ struct FileSpec {
     param: String,
     /// The param's index in [`Reader::param_names`] (names repeat across devices).
     name: usize,
-    path: PathBuf,
+    /// Where the file is: a path, or what the source given to [`Reader::read_with`] reads.
+    path: String,
     kind: Kind,
 }
 
@@ -635,7 +636,7 @@ pub const MAX_FILE_BYTES: usize = 1 << 20;
 /// The buffer is kept between files and only grows, so nothing is cleared or zeroed per file.
 /// (A short first read is not taken as the end: a multi-record seq_file may stop a read at a
 /// page boundary with more to come.) A file longer than [`MAX_FILE_BYTES`] is an error.
-fn read_file(path: &PathBuf, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
+fn read_file(path: &Path, buffer: &mut Vec<u8>) -> std::io::Result<usize> {
     let mut file = File::open(path)?;
     let mut len = 0;
     loop {
@@ -679,7 +680,7 @@ impl Reader {
                         FileSpec {
                             param,
                             name,
-                            path: PathBuf::from(path),
+                            path,
                             kind,
                         }
                     })
@@ -704,6 +705,15 @@ impl Reader {
 
     /// Read and parse every file of every device.
     pub fn read(&mut self) -> Reading {
+        self.read_with(|path, buffer| read_file(Path::new(path), buffer))
+    }
+
+    /// Parse every file of every device as `fetch` reads it: `fetch(path, buffer)` puts the
+    /// file's bytes at the start of `buffer` (growing it as needed) and returns how many, or the
+    /// error of a file that cannot be read. `read` reads files; a simulated client hands over
+    /// the text it prints (`pfsim`'s `Simulation.read_stats`), which is then parsed exactly as
+    /// a real client's files are.
+    pub fn read_with(&mut self, mut fetch: impl FnMut(&str, &mut Vec<u8>) -> std::io::Result<usize>) -> Reading {
         let mut out = Reading::default();
         let width = self.tunables.len();
         let Reader {
@@ -725,7 +735,7 @@ impl Reader {
             let mut texts = Vec::new();
             let (mut rpc, mut stats) = (None, None);
             for spec in files {
-                let data = match read_file(&spec.path, buffer) {
+                let data = match fetch(&spec.path, buffer) {
                     Ok(len) => &buffer[..len],
                     Err(err) => {
                         out.refused.push((index, spec.param.clone(), err.to_string()));

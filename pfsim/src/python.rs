@@ -74,6 +74,25 @@ impl Simulation {
         self.sim.get_param(client, name).map_err(os_error)
     }
 
+    /// `reader.read()` with this simulation's parameter files for files: each device's "path"
+    /// is `CLIENT:lctl name` (`3:osc.<device>.rpc_stats`). The text is what `get_param` gives
+    /// and is parsed by the same code as a real client's files, without a string per file.
+    fn read_stats<'py>(&self, py: Python<'py>, mut reader: PyRefMut<'py, StatsReader>) -> PyResult<Bound<'py, PyDict>> {
+        let sim = &self.sim;
+        let got = reader.reader.read_with(|path, buffer| {
+            let not_found = || std::io::Error::from_raw_os_error(2);
+            let (client, name) = path.split_once(':').ok_or_else(not_found)?;
+            let client: usize = client.parse().map_err(|_| not_found())?;
+            let text = sim.get_param(client, name).map_err(std::io::Error::from_raw_os_error)?;
+            if buffer.len() < text.len() {
+                buffer.resize(text.len(), 0);
+            }
+            buffer[..text.len()].copy_from_slice(text.as_bytes());
+            Ok(text.len())
+        });
+        reading_dict(py, got, &reader.reader)
+    }
+
     /// Write a value into one parameter file; OSError(errno) as write(2) would fail, whose
     /// strerror also says what the parameter accepts.
     fn set_param(&mut self, client: usize, name: &str, value: &str) -> PyResult<()> {
@@ -171,42 +190,46 @@ impl StatsReader {
     fn read<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let reader = &mut self.reader;
         let got = py.allow_threads(|| reader.read());
-        let out = PyDict::new(py);
-        out.set_item("status", PyBytes::new(py, &got.status))?;
-        out.set_item("refused", got.refused)?;
-        // One Python string per file name, shared by every device's dict.
-        let names: Vec<Bound<'py, PyString>> =
-            self.reader.param_names().iter().map(|name| PyString::new(py, name)).collect();
-        let scalars = PyList::empty(py);
-        for (status, values) in got.status.iter().zip(&got.scalars) {
-            if *status != 0 {
-                scalars.append(py.None())?;
-                continue;
-            }
-            let d = PyDict::new(py);
-            for (name, value) in values {
-                match value {
-                    Scalar::Int(v) => d.set_item(&names[*name], *v)?,
-                    Scalar::Text(t) => d.set_item(&names[*name], t)?,
-                }
-            }
-            scalars.append(d)?;
-        }
-        out.set_item("scalars", scalars)?;
-        out.set_item("tunables", f64_bytes(py, &got.tunables))?;
-        out.set_item("text_cells", got.text_cells)?;
-        out.set_item("rpc_present", PyBytes::new(py, &got.rpc_present))?;
-        out.set_item("rpc_start", f64_bytes(py, &got.rpc_start))?;
-        out.set_item("rpc_lines", f64_bytes(py, &got.rpc_lines))?;
-        out.set_item("hist", f64_bytes(py, &got.hist))?;
-        let osc_names = &self.reader.osc_vocabulary.names;
-        let llite_names = &self.reader.llite_vocabulary.names;
-        out.set_item("osc_names", osc_names.clone())?;
-        out.set_item("osc_stats", stats_tuple(py, &got.osc_stats, osc_names.len())?)?;
-        out.set_item("llite_names", llite_names.clone())?;
-        out.set_item("llite_stats", stats_tuple(py, &got.llite_stats, llite_names.len())?)?;
-        Ok(out)
+        reading_dict(py, got, &self.reader)
     }
+}
+
+/// What `StatsReader.read()` returns, from one reading of `reader`'s devices.
+fn reading_dict<'py>(py: Python<'py>, got: crate::probe::Reading, reader: &Reader) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("status", PyBytes::new(py, &got.status))?;
+    out.set_item("refused", got.refused)?;
+    // One Python string per file name, shared by every device's dict.
+    let names: Vec<Bound<'py, PyString>> = reader.param_names().iter().map(|name| PyString::new(py, name)).collect();
+    let scalars = PyList::empty(py);
+    for (status, values) in got.status.iter().zip(&got.scalars) {
+        if *status != 0 {
+            scalars.append(py.None())?;
+            continue;
+        }
+        let d = PyDict::new(py);
+        for (name, value) in values {
+            match value {
+                Scalar::Int(v) => d.set_item(&names[*name], *v)?,
+                Scalar::Text(t) => d.set_item(&names[*name], t)?,
+            }
+        }
+        scalars.append(d)?;
+    }
+    out.set_item("scalars", scalars)?;
+    out.set_item("tunables", f64_bytes(py, &got.tunables))?;
+    out.set_item("text_cells", got.text_cells)?;
+    out.set_item("rpc_present", PyBytes::new(py, &got.rpc_present))?;
+    out.set_item("rpc_start", f64_bytes(py, &got.rpc_start))?;
+    out.set_item("rpc_lines", f64_bytes(py, &got.rpc_lines))?;
+    out.set_item("hist", f64_bytes(py, &got.hist))?;
+    let osc_names = &reader.osc_vocabulary.names;
+    let llite_names = &reader.llite_vocabulary.names;
+    out.set_item("osc_names", osc_names.clone())?;
+    out.set_item("osc_stats", stats_tuple(py, &got.osc_stats, osc_names.len())?)?;
+    out.set_item("llite_names", llite_names.clone())?;
+    out.set_item("llite_stats", stats_tuple(py, &got.llite_stats, llite_names.len())?)?;
+    Ok(out)
 }
 
 /// The leaves a row's own splits leave open in every tree of a compiled forest (`pfsim::forest`).

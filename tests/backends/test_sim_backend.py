@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from pfstune.backends.sim import SimBackend
+from pfstune.lustre.table import ProbeTable
 from pfstune.testing.backends import check_backend
+from tests.lustre.test_table import assert_same_table
 
 WRITER = """\
 name: writer
@@ -53,3 +55,17 @@ def test_clock_stops_at_the_end_of_the_scenario_and_on_request(writer: Path) -> 
     assert backend.clock.now() == pytest.approx(4.0)
     stop.set()
     assert backend.clock.sleep_until(4.0) is False
+
+
+def test_probe_table_is_the_probe_packed(writer: Path) -> None:
+    """The extension's reader, given pfsim's text, makes the table Python's parsers make of it."""
+    with SimBackend.from_file(writer) as backend:
+        for _ in range(4):
+            _advance(backend)
+            fast = backend.probe_table()
+            assert_same_table(fast, ProbeTable.from_snapshot(backend.probe()))
+        table = fast.table
+        assert table.rpc.all() and table.stats.present.all() and table.llite.present.all()
+        assert table.hist.sum() > 0  # RPCs were counted: the numbers compared are not all zero
+        write_bytes = table.llite.column("write_bytes")
+        assert write_bytes is not None and table.llite.total[:, write_bytes].max() > 0

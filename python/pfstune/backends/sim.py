@@ -19,10 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pfstune._pfsim import StatsReader
 from pfstune.backends._base import Backend
 from pfstune.clock import Clock
+from pfstune.lustre.actuator import brw_pages_from_import
 from pfstune.lustre.limits import ActuatorError
-from pfstune.lustre.parse import ParseError, parse_import, parse_rpc_stats, parse_scalar, parse_stats
+from pfstune.lustre.parse import parse_rpc_stats, parse_scalar, parse_stats
+from pfstune.lustre.snapshot import unpack_reading, with_mounts
+from pfstune.lustre.table import TUNABLES, ProbeTable
 from pfstune.lustre.types import LliteSnapshot, OscSnapshot, Snapshot
 from pfstune.sim.engine import Engine
 from pfstune.sim.scenario import load_scenario
@@ -34,7 +38,6 @@ log = logging.getLogger("pfstune.sim")
 OSC_SCALARS = ("max_pages_per_rpc", "max_rpcs_in_flight", "max_dirty_mb", "cur_dirty_bytes", "cur_grant_bytes")
 #: What the sim backend lets a tuner write: the tuned parameters and the dirty limit.
 WRITABLE = (*TUNED_PARAMS, "max_dirty_mb")
-PAGE_SIZE = 4096
 
 
 class SimClock(Clock):
@@ -80,6 +83,7 @@ class SimBackend(Backend):
                 self._client_of[osc] = info["index"]
         self._bounds: dict[str, dict[str, tuple[int, int]]] = {}
         self._originals: dict[tuple[str, str], str] = {}
+        self._reader: Any = None  # the extension's reader of every device's files, made at the first probe_table()
         # the run's wall time, for result(): from here to the first close (originals restored)
         self._started = time.perf_counter()
         self._closed: float | None = None
@@ -118,16 +122,36 @@ class SimBackend(Backend):
             llites[llite] = {"stats": counters, "stats_header": header, "osc": list(members)}
         return {"time": self.clock.now(), "osc": oscs, "llite": llites}
 
+    def probe_table(self) -> ProbeTable:
+        """:meth:`probe` packed into arrays, the files parsed by the extension's reader of real client
+        files (the Lustre backend's) instead of Python's parsers: the same numbers (tested), without a
+        Python string and parse per file. One agent over a simulated cluster of 1,000 clients reads
+        512,000 OSCs a tick."""
+        oscs, llites = list(self._client_of), list(self._llites)
+        if self._reader is None:
+            # each file's "path" is CLIENT:lctl name (pfsim's Simulation.read_stats)
+            files = ("rpc_stats", "stats", *OSC_SCALARS)
+            devices = [(True, [(f, f"{c}:osc.{osc}.{f}") for f in files]) for osc, c in self._client_of.items()]
+            devices += [(False, [("stats", f"{c}:llite.{llite}.stats")]) for llite, (c, _) in self._llites.items()]
+            self._reader = StatsReader(devices, list(TUNABLES))
+        got = self.engine.read_stats(self._reader)
+        status, scalars, table, mounts = unpack_reading(got, len(oscs), len(llites))
+        if status.any():  # pfsim printed something the reader refused: the Python parsers say what
+            log.warning("sim: the fast reader refused %s; this probe is parsed in Python", got["refused"][:3])
+            return super().probe_table()
+        mount_of = {osc: k for k, (_, members) in enumerate(self._llites.values()) for osc in members}
+        table = with_mounts(table, mounts, [mount_of.get(osc, len(llites)) for osc in oscs])
+        return ProbeTable(self.clock.now(), tuple(oscs), tuple(found or {} for found in scalars[: len(oscs)]), table)
+
     def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
         """max_pages_per_rpc up to the negotiated brw_size (``import``), max_rpcs_in_flight 1..256."""
         if osc not in self._bounds:
-            client = self._client_of[osc]
-            max_pages = 1024
-            try:
-                connect = parse_import(self._get(client, "osc", osc, "import"))["import"]["connect_data"]
-                max_pages = int(connect["max_brw_size"]) // PAGE_SIZE
-            except (ParseError, KeyError, TypeError, ValueError):
+            # the line the Lustre actuator reads: a parse of the whole import costs 0.5 ms, and a
+            # simulated cluster may have 500,000 OSCs
+            max_pages = brw_pages_from_import(self._get(self._client_of[osc], "osc", osc, "import"))
+            if max_pages is None:
                 log.warning("%s: no max_brw_size in import; assuming 4 MiB RPCs", osc)
+                max_pages = 1024
             self._bounds[osc] = {"max_pages_per_rpc": (1, max_pages), "max_rpcs_in_flight": (1, 256)}
         return dict(self._bounds[osc])
 

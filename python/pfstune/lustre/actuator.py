@@ -84,6 +84,7 @@ __all__ = [
     "ActuatorPermissionError",
     "LimitError",
     "WriteError",
+    "brw_pages_from_import",
     "host_ram_bytes",
     "read_param",
     "write_param",
@@ -93,6 +94,12 @@ __all__ = [
 _DENIED = (errno.EACCES, errno.EPERM, errno.EROFS)
 _BRW_SIZE = re.compile(r"^\s*max_brw_size:\s*(\d+)\s*$", re.MULTILINE)
 _GRANT_BLOCK = re.compile(r"^\s*grant_block_size:\s*(\d+)\s*$", re.MULTILINE)
+
+
+def brw_pages_from_import(text: str) -> int | None:
+    """The largest RPC the server accepts (``max_brw_size`` of an OSC's ``import``), in pages; None if absent."""
+    match = _BRW_SIZE.search(text)
+    return int(match[1]) // PAGE_SIZE if match and int(match[1]) >= PAGE_SIZE else None
 
 
 @dataclass(frozen=True)
@@ -509,8 +516,7 @@ class Actuator:
             if path is not None:
                 with contextlib.suppress(OSError):
                     text = self._read(path)
-            if (match := _BRW_SIZE.search(text)) and int(match[1]) >= PAGE_SIZE:
-                brw_pages = int(match[1]) // PAGE_SIZE
+            brw_pages = brw_pages_from_import(text) or brw_pages
             if (match := _GRANT_BLOCK.search(text)) and int(match[1]) > PAGE_SIZE:
                 chunk_pages = int(match[1]) // PAGE_SIZE
             self._server[device] = (brw_pages, chunk_pages)

@@ -415,25 +415,9 @@ class Prober:
 
     def _table_from(self, got: Mapping[str, Any], when: float) -> ProbeTable:
         oscs, llites = self._oscs, self._llites
-        status = np.frombuffer(got["status"], dtype=np.uint8)
-        self._note_refusals(got["refused"], status)
-        scalars: list[Mapping[str, int | str] | None] = got["scalars"]
         rows = len(oscs)
-        tunables = np.frombuffer(got["tunables"], dtype=np.float64).reshape(rows, len(TUNABLES)).copy()
-        for row, column in got["text_cells"]:  # text in a numeric file: Python's reading of it
-            found = scalars[row]
-            tunables[row, column] = scalar_number(found.get(TUNABLES[column]) if found is not None else None)
-        table = OscTable(
-            tunables,
-            np.frombuffer(got["rpc_present"], dtype=np.bool_).copy(),
-            np.frombuffer(got["rpc_start"], dtype=np.float64).copy(),
-            np.frombuffer(got["rpc_lines"], dtype=np.float64).reshape(rows, len(RPC_LINES)).copy(),
-            np.frombuffer(got["hist"], dtype=np.float64).reshape(rows, HIST_COLUMNS).copy(),
-            {},
-            _stats_table(got["osc_names"], got["osc_stats"], rows),
-            StatsTable.empty(rows),
-        )
-        mounts = _stats_table(got["llite_names"], got["llite_stats"], len(llites))
+        status, scalars, table, mounts = unpack_reading(got, rows, len(llites))
+        self._note_refusals(got["refused"], status)
 
         # Devices the extension left to Python: read them as probe() does, then pack them.
         gone: list[int] = []
@@ -464,20 +448,10 @@ class Prober:
                         self._clear(path)
                     self._clear(device.name)
 
-        # Each OSC's mount (one more row, never read, for an OSC without one).
+        # each OSC's mount (one more row, never read, for an OSC without one)
         mount_of = {device.name: k for k, device in enumerate(llites)}
-        mounts = StatsTable.concat([mounts, StatsTable.empty(1)])
         at = [mount_of.get(self._llite_of.get(device.name, ""), len(llites)) for device in oscs]
-        table = OscTable(
-            table.tunables,
-            table.rpc,
-            table.rpc_start,
-            table.rpc_lines,
-            table.hist,
-            table.unfolded,
-            table.stats,
-            mounts.take(at),
-        )
+        table = with_mounts(table, mounts, at)
         kept = list(range(rows))
         if gone:
             vanished = set(gone)
@@ -562,6 +536,47 @@ class Prober:
 
     def _clear(self, key: str) -> None:
         self._warned.pop(key, None)
+
+
+def unpack_reading(
+    got: Mapping[str, Any], rows: int, mounts: int
+) -> tuple[Any, list[Mapping[str, int | str] | None], OscTable, StatsTable]:
+    """One reading of ``StatsReader`` (``rows`` OSC devices, then ``mounts`` llite devices) as
+    (status per device, one-line files per device, the OSCs' table without their mounts' stats,
+    the mounts' stats).  A device whose status is not 0 holds nothing: the caller reads it again."""
+    status = np.frombuffer(got["status"], dtype=np.uint8)
+    scalars: list[Mapping[str, int | str] | None] = got["scalars"]
+    tunables = np.frombuffer(got["tunables"], dtype=np.float64).reshape(rows, len(TUNABLES)).copy()
+    for row, column in got["text_cells"]:  # text in a numeric file: Python's reading of it
+        found = scalars[row]
+        tunables[row, column] = scalar_number(found.get(TUNABLES[column]) if found is not None else None)
+    table = OscTable(
+        tunables,
+        np.frombuffer(got["rpc_present"], dtype=np.bool_).copy(),
+        np.frombuffer(got["rpc_start"], dtype=np.float64).copy(),
+        np.frombuffer(got["rpc_lines"], dtype=np.float64).reshape(rows, len(RPC_LINES)).copy(),
+        np.frombuffer(got["hist"], dtype=np.float64).reshape(rows, HIST_COLUMNS).copy(),
+        {},
+        _stats_table(got["osc_names"], got["osc_stats"], rows),
+        StatsTable.empty(rows),
+    )
+    return status, scalars, table, _stats_table(got["llite_names"], got["llite_stats"], mounts)
+
+
+def with_mounts(table: OscTable, mounts: StatsTable, at: list[int]) -> OscTable:
+    """``table`` with OSC k's mount stats taken from row ``at[k]`` of ``mounts`` (``len(mounts)``:
+    no mount, a row never read)."""
+    mounts = StatsTable.concat([mounts, StatsTable.empty(1)])
+    return OscTable(
+        table.tunables,
+        table.rpc,
+        table.rpc_start,
+        table.rpc_lines,
+        table.hist,
+        table.unfolded,
+        table.stats,
+        mounts.take(at),
+    )
 
 
 def _stats_table(names: list[str], parts: tuple[bytes, ...], rows: int) -> StatsTable:

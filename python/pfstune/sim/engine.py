@@ -117,6 +117,11 @@ class Engine:
         """The exact text of a parameter file (``name`` is an lctl name with the exact device)."""
         return str(self._sim.get_param(client, name))
 
+    def read_stats(self, reader: Any) -> dict[str, Any]:
+        """``reader.read()`` of a ``pfstune._pfsim.StatsReader`` whose paths are ``CLIENT:lctl name``:
+        this simulation's files, parsed by the reader of real client files (see ``SimBackend.probe_table``)."""
+        return dict(self._sim.read_stats(reader))
+
     def set_param(self, client: int, name: str, value: str) -> None:
         """Write ``value`` to a parameter; raises OSError (ERANGE, EINVAL, ...) as the kernel would."""
         self._sim.set_param(client, name, value)
