@@ -65,7 +65,10 @@ def test_probe_table_is_the_probe_packed(writer: Path) -> None:
             fast = backend.probe_table()
             assert_same_table(fast, ProbeTable.from_snapshot(backend.probe()))
         table = fast.table
-        assert table.rpc.all() and table.stats.present.all() and table.llite.present.all()
+        assert table.rpc.all()
+        assert table.stats.present.all()
+        assert table.llite.present.all()
         assert table.hist.sum() > 0  # RPCs were counted: the numbers compared are not all zero
         write_bytes = table.llite.column("write_bytes")
-        assert write_bytes is not None and table.llite.total[:, write_bytes].max() > 0
+        assert write_bytes is not None
+        assert table.llite.total[:, write_bytes].max() > 0
