@@ -286,7 +286,7 @@ impl Sim {
     /// Cancel the called-back locks of OSC `osc_i` that nothing holds any more (its I/O under
     /// them just ended), and grant what they stood in the way of.
     pub(crate) fn release_callbacks(&mut self, osc_i: u32) {
-        if self.oscs[osc_i as usize].callbacks > 0 && self.finish_callbacks(Pending::Osc(osc_i)) > 0 {
+        if self.finish_callbacks(Pending::Osc(osc_i)) > 0 {
             self.process_lock_queue();
         }
     }
@@ -364,7 +364,6 @@ impl Sim {
         let obj = f.obj_ids[stripe];
         let osc_i = self.clients[lock.client as usize].oscs[f.osts[stripe] as usize];
         self.callbacks.push(Callback { file, stripe, lock: cancelling, osc: osc_i, recheck: true });
-        self.oscs[osc_i as usize].callbacks += 1;
         self.oscs[osc_i as usize].objects.entry(obj).or_default().make_hp(lock.start, lock.end);
         self.check_rpcs(osc_i);
     }
@@ -407,7 +406,6 @@ impl Sim {
                 continue;
             }
             self.callbacks.swap_remove(i);
-            self.oscs[osc_i as usize].callbacks -= 1;
             let f = &mut self.files[cb.file as usize];
             let removed = f.locks[cb.stripe].remove_equal(&cb.lock);
             if !f.removed {

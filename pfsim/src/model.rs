@@ -251,8 +251,6 @@ pub struct Osc {
     pub w_in_flight: u32,
     /// High-priority write RPCs in flight (lock callbacks), all objects.
     pub hp_in_flight: u32,
-    /// Locks of this OSC called back and not yet cancelled (its entries in `Sim::callbacks`).
-    pub callbacks: u32,
     /// Lock requests of this OSC's client on objects of its OST, queued at the OST.
     pub lock_requests: u32,
     /// The next RPC goes to reads first when both directions have work (after a write RPC).

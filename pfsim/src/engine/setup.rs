@@ -146,7 +146,6 @@ impl Sim {
                     r_in_flight: 0,
                     w_in_flight: 0,
                     hp_in_flight: 0,
-                    callbacks: 0,
                     lock_requests: 0,
                     read_turn: false,
                     other_in_flight: 0,

@@ -83,7 +83,10 @@ class SimBackend(Backend):
                 self._client_of[osc] = info["index"]
         self._bounds: dict[str, dict[str, tuple[int, int]]] = {}
         self._originals: dict[tuple[str, str], str] = {}
-        self._reader: Any = None  # the extension's reader of every device's files, made at the first probe_table()
+        # the extension's reader of every device's files and each OSC's mount row, made at the
+        # first probe_table() (the devices of a simulation never change)
+        self._reader: Any = None
+        self._mount_rows: list[int] = []
         # the run's wall time, for result(): from here to the first close (originals restored)
         self._started = time.perf_counter()
         self._closed: float | None = None
@@ -127,21 +130,22 @@ class SimBackend(Backend):
         files (the Lustre backend's) instead of Python's parsers: the same numbers (tested), without a
         Python string and parse per file. One agent over a simulated cluster of 1,000 clients reads
         512,000 OSCs a tick."""
-        oscs, llites = list(self._client_of), list(self._llites)
+        oscs, mounts_n = tuple(self._client_of), len(self._llites)
         if self._reader is None:
             # each file's "path" is CLIENT:lctl name (pfsim's Simulation.read_stats)
             files = ("rpc_stats", "stats", *OSC_SCALARS)
             devices = [(True, [(f, f"{c}:osc.{osc}.{f}") for f in files]) for osc, c in self._client_of.items()]
             devices += [(False, [("stats", f"{c}:llite.{llite}.stats")]) for llite, (c, _) in self._llites.items()]
             self._reader = StatsReader(devices, list(TUNABLES))
+            mount_of = {osc: k for k, (_, members) in enumerate(self._llites.values()) for osc in members}
+            self._mount_rows = [mount_of.get(osc, mounts_n) for osc in oscs]
         got = self.engine.read_stats(self._reader)
-        status, scalars, table, mounts = unpack_reading(got, len(oscs), len(llites))
+        status, scalars, table, mounts = unpack_reading(got, len(oscs), mounts_n)
         if status.any():  # pfsim printed something the reader refused: the Python parsers say what
             log.warning("sim: the fast reader refused %s; this probe is parsed in Python", got["refused"][:3])
             return super().probe_table()
-        mount_of = {osc: k for k, (_, members) in enumerate(self._llites.values()) for osc in members}
-        table = with_mounts(table, mounts, [mount_of.get(osc, len(llites)) for osc in oscs])
-        return ProbeTable(self.clock.now(), tuple(oscs), tuple(found or {} for found in scalars[: len(oscs)]), table)
+        table = with_mounts(table, mounts, self._mount_rows)
+        return ProbeTable(self.clock.now(), oscs, tuple(found or {} for found in scalars[: len(oscs)]), table)
 
     def bounds(self, osc: str) -> dict[str, tuple[int, int]]:
         """max_pages_per_rpc up to the negotiated brw_size (``import``), max_rpcs_in_flight 1..256."""

@@ -46,7 +46,7 @@ import logging
 import os
 import time as _time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -566,17 +566,7 @@ def unpack_reading(
 def with_mounts(table: OscTable, mounts: StatsTable, at: list[int]) -> OscTable:
     """``table`` with OSC k's mount stats taken from row ``at[k]`` of ``mounts`` (``len(mounts)``:
     no mount, a row never read)."""
-    mounts = StatsTable.concat([mounts, StatsTable.empty(1)])
-    return OscTable(
-        table.tunables,
-        table.rpc,
-        table.rpc_start,
-        table.rpc_lines,
-        table.hist,
-        table.unfolded,
-        table.stats,
-        mounts.take(at),
-    )
+    return replace(table, llite=StatsTable.concat([mounts, StatsTable.empty(1)]).take(at))
 
 
 def _stats_table(names: list[str], parts: tuple[bytes, ...], rows: int) -> StatsTable:
@@ -607,13 +597,4 @@ def _assign(table: OscTable, rows: list[int], packed: OscTable) -> OscTable:
     for array in ("tunables", "rpc", "rpc_start", "rpc_lines", "hist"):
         getattr(table, array)[rows] = getattr(packed, array)
     unfolded = {**table.unfolded, **{rows[i]: columns for i, columns in packed.unfolded.items()}}
-    return OscTable(
-        table.tunables,
-        table.rpc,
-        table.rpc_start,
-        table.rpc_lines,
-        table.hist,
-        unfolded,
-        table.stats.assign(rows, packed.stats),
-        table.llite,
-    )
+    return replace(table, unfolded=unfolded, stats=table.stats.assign(rows, packed.stats))
